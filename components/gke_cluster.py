@@ -1,0 +1,184 @@
+"""``GkeCluster``: a GKE Standard cluster suited to TPU work, or an adopted existing one.
+
+Either way it exposes the cluster's name and location (for node pools) and one explicit
+Kubernetes provider that every in-cluster resource must use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_gcp as gcp
+import pulumi_kubernetes as k8s
+
+from tpu_platform.config import ClusterConfig, SystemPoolConfig
+
+from .kubeconfig import render_kubeconfig
+
+NODE_SA_ROLES = (
+    "roles/logging.logWriter",
+    "roles/monitoring.metricWriter",
+    "roles/monitoring.viewer",
+    "roles/stackdriver.resourceMetadata.writer",
+    "roles/artifactregistry.reader",
+)
+OAUTH_SCOPES = ["https://www.googleapis.com/auth/cloud-platform"]
+
+
+@dataclass(frozen=True)
+class GkeClusterArgs:
+    """Inputs of ``GkeCluster``: the ``cluster`` stack section plus where it lives."""
+
+    project: str
+    location: str
+    system_zone: str
+    cluster: ClusterConfig
+
+
+class GkeCluster(pulumi.ComponentResource):
+    """The cluster the platform runs on, and a Kubernetes provider bound to it."""
+
+    name: pulumi.Output[str]
+    location: pulumi.Output[str]
+    endpoint: pulumi.Output[str]
+    node_service_account: pulumi.Output[str] | None
+    kubeconfig: pulumi.Output[str]
+    provider: k8s.Provider
+
+    def __init__(
+        self, name: str, args: GkeClusterArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("tpu-platform:gke:Cluster", name, None, opts)
+        cfg = args.cluster
+        self.node_service_account = None
+        if cfg.mode == "adopt":
+            found = gcp.container.get_cluster_output(
+                name=cfg.name,
+                location=args.location,
+                project=args.project,
+                opts=pulumi.InvokeOutputOptions(parent=self),
+            )
+            self.name = found.name
+            self.location = pulumi.Output.from_input(args.location)
+            self.endpoint = found.endpoint
+            ca = found.master_auths.apply(lambda auths: auths[0].cluster_ca_certificate)
+        else:
+            cluster = self._create(name, args)
+            self.name = cluster.name
+            self.location = cluster.location
+            self.endpoint = cluster.endpoint
+            ca = cluster.master_auth.cluster_ca_certificate
+        self.kubeconfig = pulumi.Output.secret(
+            pulumi.Output.all(self.name, self.endpoint, ca).apply(
+                lambda parts: render_kubeconfig(str(parts[0]), str(parts[1]), str(parts[2]))
+            )
+        )
+        self.provider = k8s.Provider(
+            f"{name}-k8s",
+            kubeconfig=self.kubeconfig,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.register_outputs(
+            {"name": self.name, "location": self.location, "endpoint": self.endpoint}
+        )
+
+    def _create(self, name: str, args: GkeClusterArgs) -> gcp.container.Cluster:
+        cfg = args.cluster
+        child = pulumi.ResourceOptions(parent=self)
+        sa_email: pulumi.Input[str]
+        if cfg.node_service_account:
+            sa_email = cfg.node_service_account
+        else:
+            account = gcp.serviceaccount.Account(
+                f"{name}-nodes",
+                account_id=f"{cfg.name[:24]}-nodes",
+                display_name=f"GKE nodes of {cfg.name}",
+                project=args.project,
+                opts=child,
+            )
+            for role in NODE_SA_ROLES:
+                gcp.projects.IAMMember(
+                    f"{name}-nodes-{role.split('/')[1].replace('.', '-').lower()}",
+                    project=args.project,
+                    role=role,
+                    member=account.email.apply(lambda email: f"serviceAccount:{email}"),
+                    opts=child,
+                )
+            sa_email = account.email
+        self.node_service_account = pulumi.Output.from_input(sa_email)
+
+        private = (
+            gcp.container.ClusterPrivateClusterConfigArgs(
+                enable_private_nodes=True, enable_private_endpoint=False
+            )
+            if cfg.private_nodes
+            else None
+        )
+        authorized = (
+            gcp.container.ClusterMasterAuthorizedNetworksConfigArgs(
+                cidr_blocks=[
+                    gcp.container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs(
+                        cidr_block=cidr, display_name=f"authorized-{i}"
+                    )
+                    for i, cidr in enumerate(cfg.master_authorized_cidrs)
+                ]
+            )
+            if cfg.master_authorized_cidrs
+            else None
+        )
+        cluster = gcp.container.Cluster(
+            name,
+            name=cfg.name,
+            project=args.project,
+            location=args.location,
+            release_channel=gcp.container.ClusterReleaseChannelArgs(
+                channel=cfg.release_channel or "REGULAR"
+            ),
+            min_master_version=cfg.min_master_version,
+            remove_default_node_pool=True,
+            initial_node_count=1,
+            network=cfg.network,
+            subnetwork=cfg.subnetwork,
+            networking_mode="VPC_NATIVE",
+            ip_allocation_policy=gcp.container.ClusterIpAllocationPolicyArgs(),
+            datapath_provider="ADVANCED_DATAPATH",
+            workload_identity_config=gcp.container.ClusterWorkloadIdentityConfigArgs(
+                workload_pool=f"{args.project}.svc.id.goog"
+            ),
+            monitoring_config=gcp.container.ClusterMonitoringConfigArgs(
+                enable_components=["SYSTEM_COMPONENTS"],
+                managed_prometheus=gcp.container.ClusterMonitoringConfigManagedPrometheusArgs(
+                    enabled=True
+                ),
+            ),
+            private_cluster_config=private,
+            master_authorized_networks_config=authorized,
+            deletion_protection=True if cfg.deletion_protection is None else cfg.deletion_protection,
+            opts=child,
+        )
+        system = cfg.system_pool or SystemPoolConfig()
+        gcp.container.NodePool(
+            f"{name}-system",
+            name="system",
+            project=args.project,
+            cluster=cluster.name,
+            location=cluster.location,
+            node_locations=[args.system_zone],
+            node_count=system.node_count,
+            node_config=gcp.container.NodePoolNodeConfigArgs(
+                machine_type=system.machine_type,
+                disk_size_gb=system.disk_size_gb,
+                service_account=sa_email,
+                oauth_scopes=OAUTH_SCOPES,
+                workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(
+                    mode="GKE_METADATA"
+                ),
+                shielded_instance_config=gcp.container.NodePoolNodeConfigShieldedInstanceConfigArgs(
+                    enable_secure_boot=True, enable_integrity_monitoring=True
+                ),
+            ),
+            management=gcp.container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
+            opts=child,
+        )
+        return cluster

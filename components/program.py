@@ -1,0 +1,50 @@
+"""The stack program behind ``pulumi up``: read the stack through ``pulumi.Config``, build it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pulumi
+from pulumi.runtime import config as runtime_config
+
+from tpu_platform.config import PlatformConfig, read_stack
+from tpu_platform.summary import summarize
+
+from .platform import TpuPlatform, TpuPlatformArgs
+
+PLATFORM_NAME = "tpu"
+
+
+def _get(namespace: str, key: str) -> Any:
+    """A stack value, decoded: structured values are JSON in Pulumi's config."""
+    raw = pulumi.Config(namespace).get(key)
+    if raw is None:
+        return None
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return raw
+
+
+def _present_keys(namespace: str) -> list[str]:
+    """Keys set in a namespace; ``pulumi.Config`` has no listing, the runtime's config does."""
+    everything = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
+    prefix = f"{namespace}:"
+    return [key.removeprefix(prefix) for key in everything if key.startswith(prefix)]
+
+
+def read_platform_config() -> PlatformConfig:
+    """The validated stack; raises ``StackConfigError`` before any resource is registered."""
+    return read_stack(_get, _present_keys)
+
+
+def stack_program() -> TpuPlatform:
+    """Validate the stack, then declare the platform and export what consumers need."""
+    cfg = read_platform_config()
+    platform = TpuPlatform(PLATFORM_NAME, TpuPlatformArgs(config=cfg))
+    pulumi.export("clusterName", platform.cluster.name)
+    pulumi.export("clusterLocation", platform.cluster.location)
+    pulumi.export("kubeconfig", platform.cluster.kubeconfig)
+    pulumi.export("summary", summarize(cfg).as_dict())
+    return platform

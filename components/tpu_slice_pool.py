@@ -1,0 +1,119 @@
+"""``TpuSlicePool``: a group of identical TPU v6e slices, one GKE node pool per slice."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_gcp as gcp
+
+from tpu_platform.slices import SliceSpec
+
+from .gke_cluster import OAUTH_SCOPES
+
+RESERVATION_KEY = "compute.googleapis.com/reservation-name"
+
+
+@dataclass(frozen=True)
+class TpuSlicePoolArgs:
+    """The slices of one ``slicePools`` entry and the cluster they join."""
+
+    project: str
+    cluster_name: pulumi.Input[str]
+    cluster_location: pulumi.Input[str]
+    slices: Sequence[SliceSpec]
+    node_service_account: pulumi.Input[str] | None = None
+
+
+def reservation_affinity(spec: SliceSpec) -> gcp.container.NodePoolNodeConfigReservationAffinityArgs | None:
+    """SPECIFIC_RESERVATION for reserved slices; NO_RESERVATION for spot, flex-start and DWS."""
+    if spec.capacity == "reservation":
+        name = spec.reservation or ""
+        if spec.reservation_project:
+            name = f"projects/{spec.reservation_project}/reservations/{name}"
+        return gcp.container.NodePoolNodeConfigReservationAffinityArgs(
+            consume_reservation_type="SPECIFIC_RESERVATION", key=RESERVATION_KEY, values=[name]
+        )
+    if spec.capacity in ("spot", "flexStart", "queuedProvisioning"):
+        return gcp.container.NodePoolNodeConfigReservationAffinityArgs(
+            consume_reservation_type="NO_RESERVATION"
+        )
+    return None
+
+
+def upgrade_settings(spec: SliceSpec) -> gcp.container.NodePoolUpgradeSettingsArgs:
+    """Upgrades that need no spare TPU capacity: surge 0/1, or SHORT_LIVED for flex-start."""
+    if spec.capacity == "flexStart":
+        return gcp.container.NodePoolUpgradeSettingsArgs(strategy="SHORT_LIVED")
+    return gcp.container.NodePoolUpgradeSettingsArgs(strategy="SURGE", max_surge=0, max_unavailable=1)
+
+
+class TpuSlicePool(pulumi.ComponentResource):
+    """Node pools for a group of slices; each pool is one whole slice in one zone."""
+
+    node_pools: list[gcp.container.NodePool]
+    pool_names: pulumi.Output[list[str]]
+
+    def __init__(
+        self, name: str, args: TpuSlicePoolArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("tpu-platform:gke:TpuSlicePool", name, None, opts)
+        self.node_pools = [self._node_pool(name, spec, args) for spec in args.slices]
+        self.pool_names = pulumi.Output.all(*[pool.name for pool in self.node_pools])
+        self.register_outputs({"poolNames": self.pool_names})
+
+    def _node_pool(
+        self, name: str, spec: SliceSpec, args: TpuSlicePoolArgs
+    ) -> gcp.container.NodePool:
+        """Logical name: this component's name plus the slice's suffix (``-0``, ``-1``...)."""
+        shape = spec.shape
+        placement = (
+            gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT", tpu_topology=shape.topology)
+            if shape.multi_host
+            else None
+        )
+        autoscaling = (
+            gcp.container.NodePoolAutoscalingArgs(
+                total_min_node_count=0, total_max_node_count=shape.vms, location_policy="ANY"
+            )
+            if spec.autoscaled
+            else None
+        )
+        node_config = gcp.container.NodePoolNodeConfigArgs(
+            machine_type=shape.machine_type,
+            labels=spec.labels,
+            spot=True if spec.capacity == "spot" else None,
+            flex_start=True if spec.capacity == "flexStart" else None,
+            max_run_duration=spec.max_run_duration,
+            reservation_affinity=reservation_affinity(spec),
+            gvnic=gcp.container.NodePoolNodeConfigGvnicArgs(enabled=True),
+            service_account=args.node_service_account,
+            oauth_scopes=OAUTH_SCOPES,
+            workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(
+                mode="GKE_METADATA"
+            ),
+        )
+        return gcp.container.NodePool(
+            name + spec.pool_name.removeprefix(spec.group),
+            name=spec.pool_name,
+            project=args.project,
+            cluster=args.cluster_name,
+            location=args.cluster_location,
+            node_locations=[spec.zone],
+            node_count=None if spec.autoscaled else shape.vms,
+            initial_node_count=0 if spec.autoscaled else None,
+            autoscaling=autoscaling,
+            placement_policy=placement,
+            queued_provisioning=gcp.container.NodePoolQueuedProvisioningArgs(enabled=True)
+            if spec.capacity == "queuedProvisioning"
+            else None,
+            node_config=node_config,
+            management=gcp.container.NodePoolManagementArgs(
+                auto_repair=spec.auto_repair, auto_upgrade=spec.auto_upgrade
+            ),
+            upgrade_settings=upgrade_settings(spec),
+            max_pods_per_node=spec.max_pods_per_node,
+            version=spec.node_version,
+            opts=pulumi.ResourceOptions(parent=self),
+        )

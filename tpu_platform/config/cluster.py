@@ -1,0 +1,68 @@
+"""The ``cluster`` section: create a GKE Standard cluster for TPU work, or adopt one."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from .base import StackModel, check_gke_name
+
+
+class SystemPoolConfig(StackModel):
+    """A small CPU pool for Kueue, JobSet, the hotswap controller and GKE system pods."""
+
+    machine_type: str = "e2-standard-8"
+    node_count: int = Field(2, ge=1, le=50, description="Nodes per zone of the system pool.")
+    disk_size_gb: int = Field(100, ge=20, le=4096)
+
+
+class ClusterConfig(StackModel):
+    """Which GKE cluster the platform runs on.
+
+    ``mode: create`` builds a Standard cluster (release channel, Workload Identity,
+    VPC-native networking, Dataplane V2, managed Prometheus, a system pool).
+    ``mode: adopt`` uses an existing cluster by ``name`` and ``location``: only TPU pools
+    and in-cluster objects are created, the cluster itself is never touched.
+    """
+
+    mode: Literal["create", "adopt"] = "create"
+    name: str
+    location: str | None = Field(
+        None, description="Region (regional control plane) or zone; defaults to gcp:region."
+    )
+    release_channel: Literal["RAPID", "REGULAR", "STABLE"] | None = None
+    min_master_version: str | None = None
+    network: str | None = None
+    subnetwork: str | None = None
+    private_nodes: bool | None = None
+    master_authorized_cidrs: list[str] | None = None
+    deletion_protection: bool | None = None
+    system_pool: SystemPoolConfig | None = None
+    node_service_account: str | None = Field(
+        None,
+        description="Email of the service account for nodes; a least-privilege one is created if unset.",
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _gke_name(cls, value: str) -> str:
+        return check_gke_name(value, "cluster name")
+
+    def creation_only_fields_set(self) -> list[str]:
+        """Keys that only mean something when the platform creates the cluster."""
+        only_create = {
+            "release_channel",
+            "min_master_version",
+            "network",
+            "subnetwork",
+            "private_nodes",
+            "master_authorized_cidrs",
+            "deletion_protection",
+            "system_pool",
+            "node_service_account",
+        }
+        fields = type(self).model_fields
+        return sorted(
+            fields[name].alias or name for name in self.model_fields_set if name in only_create
+        )

@@ -1,0 +1,72 @@
+"""The committed offline plan: a sorted, deterministic YAML document of every resource."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from .harness import Rendering, urn_label
+
+PLAN_VERSION = 1
+
+
+def normalize(value: Any) -> Any:
+    """Protobuf structs carry every number as a float; integral ones read better as ints."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: normalize(item) for key, item in sorted(value.items())}
+    if isinstance(value, list):
+        return [normalize(item) for item in value]
+    return value
+
+
+def plan_document(stack: str, rendering: Rendering, summary: dict[str, Any]) -> dict[str, Any]:
+    """Every registered resource with type, name, parent, provider, dependencies and inputs."""
+    resources = []
+    for res in sorted(rendering.resources, key=lambda r: (r.type, r.name)):
+        entry: dict[str, Any] = {"type": res.type, "name": res.name}
+        if res.parent_label:
+            entry["parent"] = res.parent_label
+        if res.provider:
+            entry["provider"] = res.provider
+        if res.dependencies:
+            entry["dependsOn"] = sorted(urn_label(dep) for dep in res.dependencies)
+        if res.custom:
+            entry["inputs"] = normalize(res.inputs)
+        resources.append(entry)
+    return {
+        "planVersion": PLAN_VERSION,
+        "stack": stack,
+        "summary": normalize(summary),
+        "outputs": normalize({k: v for k, v in rendering.outputs.items() if k != "summary"}),
+        "resourceCount": len(resources),
+        "resources": resources,
+    }
+
+
+class _PlanDumper(yaml.SafeDumper):
+    """Block style, no aliases: a plan must read the same for every reviewer."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _str_presenter(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in data else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_PlanDumper.add_representer(str, _str_presenter)
+
+
+def dump_plan(document: dict[str, Any]) -> str:
+    header = (
+        "# Offline plan: every resource `pulumi up` registers for this stack, rendered under\n"
+        "# Pulumi's mocks. Regenerate with `python -m tpu_platform plan <stack>`; do not edit.\n"
+    )
+    body = yaml.dump(
+        document, Dumper=_PlanDumper, sort_keys=False, default_flow_style=False, width=100, allow_unicode=True
+    )
+    return header + body

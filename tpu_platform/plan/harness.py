@@ -1,0 +1,185 @@
+"""Run a stack's Pulumi program offline, under Pulumi's own mocks, and record every resource.
+
+The recording is what ``pulumi up`` would register: same program, same inputs, same
+parents and dependencies. Only provider-computed outputs are faked (deterministically),
+so the result can be committed and diffed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+from pulumi.runtime import mocks as pulumi_mocks
+from pulumi.runtime.settings import reset_options
+from pulumi.runtime.stack import run_pulumi_func
+
+SECRET_SIG = "4dabf18193072939515e22adb298388d"
+UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+REDACTED = "[secret]"
+
+
+@dataclass(frozen=True)
+class RecordedResource:
+    """One registered resource: its type, logical name, parent and plain inputs."""
+
+    urn: str
+    type: str
+    name: str
+    custom: bool
+    parent: str | None
+    provider: str | None
+    dependencies: tuple[str, ...]
+    inputs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def parent_label(self) -> str | None:
+        return urn_label(self.parent) if self.parent else None
+
+
+def urn_label(urn: str) -> str:
+    """``urn:pulumi:s::p::a$b::name`` -> ``b::name``: readable and stable across stacks."""
+    qualified_type, name = urn.split("::")[2], urn.split("::", 3)[3]
+    return f"{qualified_type.split('$')[-1]}::{name}"
+
+
+def plain(value: Any) -> Any:
+    """Inputs as plain data: secrets redacted, unknowns marked, keys sorted by the dumper."""
+    if isinstance(value, Mapping):
+        if value.get(SECRET_SIG) == "1b47061264138c4ac30d75fd1eb44270":
+            return REDACTED
+        if value.get(SECRET_SIG) == "5cf8f73096256a8f31e491e813e4eb8e":
+            return f"[resource {value.get('urn', '')}]"
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    if value == UNKNOWN:
+        return "[computed]"
+    return value
+
+
+FAKE_CA = "TU9DSy1DQQ=="  # base64("MOCK-CA")
+
+
+class PlatformMocks(pulumi.runtime.Mocks):
+    """Deterministic stand-ins for the outputs cloud providers would compute."""
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict]:
+        state = dict(args.inputs)
+        if args.typ == "gcp:container/cluster:Cluster":
+            state.setdefault("endpoint", "203.0.113.10")
+            state["masterAuth"] = {"clusterCaCertificate": FAKE_CA}
+        elif args.typ == "gcp:serviceaccount/account:Account":
+            project = state.get("project", "project")
+            state["email"] = f"{state.get('accountId')}@{project}.iam.gserviceaccount.com"
+        return f"{args.name}-id", state
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> dict:
+        if args.token == "gcp:container/getCluster:getCluster":
+            return {
+                "name": args.args.get("name"),
+                "location": args.args.get("location"),
+                "endpoint": "203.0.113.20",
+                "masterAuths": [{"clusterCaCertificate": FAKE_CA}],
+            }
+        raise NotImplementedError(f"no offline stand-in for the function {args.token}")
+
+
+class RecordingMonitor(pulumi_mocks.MockMonitor):
+    """A mock monitor that also remembers each registration's parent, provider and dependencies."""
+
+    def __init__(self, mocks: pulumi.runtime.Mocks) -> None:
+        super().__init__(mocks)
+        self.recorded: list[RecordedResource] = []
+
+    def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
+        response = super().RegisterResource(request)
+        if request.type != "pulumi:pulumi:Stack":
+            inputs = pulumi.runtime.rpc.deserialize_properties(request.object, keep_unknowns=True)
+            self.recorded.append(
+                RecordedResource(
+                    urn=response.urn,
+                    type=request.type,
+                    name=request.name,
+                    custom=bool(request.custom),
+                    parent=request.parent or None,
+                    provider=request.provider.split("::")[-1] or None if request.provider else None,
+                    dependencies=tuple(sorted(request.dependencies)),
+                    inputs=plain(_keep_secrets(request.object, inputs)),
+                )
+            )
+        return response
+
+
+async def _stack_exports() -> dict[str, Any]:
+    """Resolve what the program passed to ``pulumi.export``; secrets stay redacted."""
+    root = pulumi.runtime.get_root_resource()
+    exported: dict[str, Any] = dict(getattr(root, "outputs", {}) or {})
+    resolved: dict[str, Any] = {}
+    for key, value in sorted(exported.items()):
+        output = pulumi.Output.from_input(value)
+        resolved[key] = REDACTED if await output.is_secret() else plain(await output.future())
+    return resolved
+
+
+def _keep_secrets(proto: Any, inputs: dict[str, Any]) -> dict[str, Any]:
+    """Re-deserialize without unwrapping so secret inputs stay marked as secrets."""
+    from google.protobuf import json_format
+
+    raw = json_format.MessageToDict(proto)
+    return {key: raw[key] if _has_secret(raw.get(key)) else value for key, value in inputs.items()}
+
+
+def _has_secret(value: Any) -> bool:
+    if isinstance(value, Mapping):
+        return value.get(SECRET_SIG) == "1b47061264138c4ac30d75fd1eb44270" or any(
+            _has_secret(v) for v in value.values()
+        )
+    if isinstance(value, list):
+        return any(_has_secret(v) for v in value)
+    return False
+
+
+@dataclass
+class Rendering:
+    """The outcome of one offline run: every resource and the stack outputs."""
+
+    resources: list[RecordedResource]
+    outputs: dict[str, Any]
+
+
+def config_values(stack_config: Mapping[str, Any]) -> dict[str, str]:
+    """Stack-file values as Pulumi passes them to a program: objects as JSON strings."""
+    return {
+        key: value if isinstance(value, str) else json.dumps(value)
+        for key, value in stack_config.items()
+    }
+
+
+def render(
+    program: Callable[[], None],
+    stack_config: Mapping[str, Any],
+    *,
+    project: str = "tpu-platform",
+    stack: str = "dev",
+) -> Rendering:
+    """Run ``program`` with ``stack_config`` under mocks and return what it registered."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        reset_options(project=project, stack=stack)
+        monitor = RecordingMonitor(PlatformMocks())
+        pulumi.runtime.set_all_config(config_values(stack_config))
+        pulumi.runtime.set_mocks(
+            PlatformMocks(), project=project, stack=stack, preview=False, monitor=monitor
+        )
+        loop.run_until_complete(run_pulumi_func(program))
+        outputs = loop.run_until_complete(_stack_exports())
+    finally:
+        loop.close()
+        asyncio.set_event_loop(None)
+    return Rendering(resources=monitor.recorded, outputs=outputs)

@@ -1,0 +1,106 @@
+"""Expand the stack's slice pools into one planned slice (one node pool) each.
+
+Everything downstream (node pools, Kueue flavors, quota math, the plan summary, the
+simulator) works from these ``SliceSpec`` values, so the arithmetic lives in one place.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from . import catalog
+from .config import PlatformConfig
+
+LABEL_PREFIX = "tpu-platform.dev"
+LABEL_SLICE_GROUP = f"{LABEL_PREFIX}/slice-group"
+LABEL_TEAM = f"{LABEL_PREFIX}/team"
+LABEL_CAPACITY = f"{LABEL_PREFIX}/capacity"
+
+DEFAULT_MULTI_HOST_MAX_PODS = 15
+
+
+@dataclass(frozen=True, slots=True)
+class SliceSpec:
+    """One TPU v6e slice as GKE will build it: one node pool in one zone."""
+
+    pool_name: str
+    group: str
+    shape: catalog.SliceShape
+    zone: str
+    capacity: str
+    reservation: str | None = None
+    reservation_project: str | None = None
+    max_run_duration: str | None = None
+    team: str | None = None
+    auto_repair: bool = True
+    auto_upgrade: bool = True
+    node_version: str | None = None
+    max_pods_per_node: int | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def autoscaled(self) -> bool:
+        """Flex-start and queued provisioning pools scale from zero instead of a fixed size."""
+        return self.capacity in ("flexStart", "queuedProvisioning")
+
+    @property
+    def chips(self) -> int:
+        return self.shape.chips
+
+    @property
+    def nodes(self) -> int:
+        return self.shape.vms
+
+
+def expand_slices(cfg: PlatformConfig) -> list[SliceSpec]:
+    """Every slice of the stack, in stack order, with its labels and capacity settings."""
+    specs: list[SliceSpec] = []
+    for pool in cfg.slice_pools:
+        shape = catalog.lookup(pool.topology, pool.multi_host)
+        auto_repair = pool.capacity.type != "flexStart" if pool.auto_repair is None else pool.auto_repair
+        max_pods = pool.max_pods_per_node
+        if max_pods is None and shape.multi_host:
+            max_pods = DEFAULT_MULTI_HOST_MAX_PODS
+        for name in pool.pool_names():
+            labels = {LABEL_SLICE_GROUP: pool.name, LABEL_CAPACITY: pool.capacity.type.lower()}
+            if pool.team:
+                labels[LABEL_TEAM] = pool.team
+            labels.update(pool.labels)
+            specs.append(
+                SliceSpec(
+                    pool_name=name,
+                    group=pool.name,
+                    shape=shape,
+                    zone=cfg.pool_zone(pool),
+                    capacity=pool.capacity.type,
+                    reservation=pool.capacity.reservation,
+                    reservation_project=pool.capacity.reservation_project,
+                    max_run_duration=pool.capacity.max_run_duration,
+                    team=pool.team,
+                    auto_repair=auto_repair,
+                    auto_upgrade=pool.auto_upgrade,
+                    node_version=pool.node_version,
+                    max_pods_per_node=max_pods,
+                    labels=dict(sorted(labels.items())),
+                )
+            )
+    return specs
+
+
+@dataclass(frozen=True, slots=True)
+class ShapeCapacity:
+    """How many slices and chips of one shape the stack provides."""
+
+    shape: catalog.SliceShape
+    slices: int
+
+    @property
+    def chips(self) -> int:
+        return self.slices * self.shape.chips
+
+
+def capacity_by_shape(specs: list[SliceSpec]) -> list[ShapeCapacity]:
+    """Slices and chips per shape, ordered by the catalog."""
+    counts = Counter(spec.shape for spec in specs)
+    return [ShapeCapacity(shape, counts[shape]) for shape in catalog.all_shapes() if counts[shape]]

@@ -1,0 +1,77 @@
+"""A short human summary of a stack: slices and chips by shape and by capacity source."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from .config import PlatformConfig
+from .slices import capacity_by_shape, expand_slices
+
+
+@dataclass(frozen=True)
+class PlatformSummary:
+    """What a reviewer wants to see first: how much TPU the stack asks for, and where."""
+
+    cluster: str
+    zone: str
+    slices: int
+    nodes: int
+    chips: int
+    by_shape: list[dict[str, Any]]
+    chips_by_capacity: dict[str, int]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "cluster": self.cluster,
+            "zone": self.zone,
+            "slices": self.slices,
+            "nodes": self.nodes,
+            "chips": self.chips,
+            "byShape": self.by_shape,
+            "chipsByCapacity": self.chips_by_capacity,
+        }
+        doc.update(self.extra)
+        return doc
+
+    def as_text(self) -> str:
+        lines = [
+            f"cluster {self.cluster} ({self.zone}): {self.slices} TPU v6e slices, "
+            f"{self.nodes} nodes, {self.chips} chips",
+        ]
+        for row in self.by_shape:
+            lines.append(
+                f"  {row['topology']:>6} x{row['slices']:<3} {row['chips']:>5} chips ({row['machineType']})"
+            )
+        capacity = ", ".join(f"{kind} {chips}" for kind, chips in self.chips_by_capacity.items())
+        lines.append(f"  chips by capacity: {capacity}")
+        return "\n".join(lines)
+
+
+
+def summarize(cfg: PlatformConfig) -> PlatformSummary:
+    """Totals computed from the same slice expansion the node pools use."""
+    specs = expand_slices(cfg)
+    by_capacity: Counter[str] = Counter()
+    for spec in specs:
+        by_capacity[spec.capacity] += spec.chips
+    return PlatformSummary(
+        cluster=cfg.cluster.name,
+        zone=cfg.zone,
+        slices=len(specs),
+        nodes=sum(spec.nodes for spec in specs),
+        chips=sum(spec.chips for spec in specs),
+        by_shape=[
+            {
+                "topology": cap.shape.topology,
+                "multiHost": cap.shape.multi_host,
+                "machineType": cap.shape.machine_type,
+                "slices": cap.slices,
+                "chips": cap.chips,
+            }
+            for cap in capacity_by_shape(specs)
+        ],
+        chips_by_capacity=dict(sorted(by_capacity.items())),
+    )
