@@ -46,9 +46,7 @@ class GkeCluster(pulumi.ComponentResource):
     kubeconfig: pulumi.Output[str]
     provider: k8s.Provider
 
-    def __init__(
-        self, name: str, args: GkeClusterArgs, opts: pulumi.ResourceOptions | None = None
-    ) -> None:
+    def __init__(self, name: str, args: GkeClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("tpu-platform:gke:Cluster", name, None, opts)
         cfg = args.cluster
         self.node_service_account = None
@@ -79,9 +77,7 @@ class GkeCluster(pulumi.ComponentResource):
             kubeconfig=self.kubeconfig,
             opts=pulumi.ResourceOptions(parent=self),
         )
-        self.register_outputs(
-            {"name": self.name, "location": self.location, "endpoint": self.endpoint}
-        )
+        self.register_outputs({"name": self.name, "location": self.location, "endpoint": self.endpoint})
 
     def _create(self, name: str, args: GkeClusterArgs) -> gcp.container.Cluster:
         cfg = args.cluster
@@ -132,9 +128,7 @@ class GkeCluster(pulumi.ComponentResource):
             name=cfg.name,
             project=args.project,
             location=args.location,
-            release_channel=gcp.container.ClusterReleaseChannelArgs(
-                channel=cfg.release_channel or "REGULAR"
-            ),
+            release_channel=gcp.container.ClusterReleaseChannelArgs(channel=cfg.release_channel or "REGULAR"),
             min_master_version=cfg.min_master_version,
             remove_default_node_pool=True,
             initial_node_count=1,
@@ -148,9 +142,7 @@ class GkeCluster(pulumi.ComponentResource):
             ),
             monitoring_config=gcp.container.ClusterMonitoringConfigArgs(
                 enable_components=["SYSTEM_COMPONENTS"],
-                managed_prometheus=gcp.container.ClusterMonitoringConfigManagedPrometheusArgs(
-                    enabled=True
-                ),
+                managed_prometheus=gcp.container.ClusterMonitoringConfigManagedPrometheusArgs(enabled=True),
             ),
             private_cluster_config=private,
             master_authorized_networks_config=authorized,

@@ -28,9 +28,7 @@ class TpuPlatform(pulumi.ComponentResource):
     slice_pools: list[TpuSlicePool]
     slices: list[SliceSpec]
 
-    def __init__(
-        self, name: str, args: TpuPlatformArgs, opts: pulumi.ResourceOptions | None = None
-    ) -> None:
+    def __init__(self, name: str, args: TpuPlatformArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("tpu-platform:index:Platform", name, None, opts)
         cfg = args.config
         child = pulumi.ResourceOptions(parent=self)

@@ -55,17 +55,13 @@ class TpuSlicePool(pulumi.ComponentResource):
     node_pools: list[gcp.container.NodePool]
     pool_names: pulumi.Output[list[str]]
 
-    def __init__(
-        self, name: str, args: TpuSlicePoolArgs, opts: pulumi.ResourceOptions | None = None
-    ) -> None:
+    def __init__(self, name: str, args: TpuSlicePoolArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("tpu-platform:gke:TpuSlicePool", name, None, opts)
         self.node_pools = [self._node_pool(name, spec, args) for spec in args.slices]
         self.pool_names = pulumi.Output.all(*[pool.name for pool in self.node_pools])
         self.register_outputs({"poolNames": self.pool_names})
 
-    def _node_pool(
-        self, name: str, spec: SliceSpec, args: TpuSlicePoolArgs
-    ) -> gcp.container.NodePool:
+    def _node_pool(self, name: str, spec: SliceSpec, args: TpuSlicePoolArgs) -> gcp.container.NodePool:
         """Logical name: this component's name plus the slice's suffix (``-0``, ``-1``...)."""
         shape = spec.shape
         placement = (

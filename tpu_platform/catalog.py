@@ -74,9 +74,7 @@ def valid_topologies() -> list[str]:
 
 
 def _describe_valid() -> str:
-    return ", ".join(
-        f"{s.topology} ({s.chips} chips, {s.vms} x {s.machine_type})" for s in _SHAPES
-    )
+    return ", ".join(f"{s.topology} ({s.chips} chips, {s.vms} x {s.machine_type})" for s in _SHAPES)
 
 
 def lookup(topology: str, multi_host: bool | None = None) -> SliceShape:

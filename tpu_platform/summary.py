@@ -50,7 +50,6 @@ class PlatformSummary:
         return "\n".join(lines)
 
 
-
 def summarize(cfg: PlatformConfig) -> PlatformSummary:
     """Totals computed from the same slice expansion the node pools use."""
     specs = expand_slices(cfg)

@@ -7,7 +7,7 @@ Stack files are YAML written by people, so every error names the exact config pa
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel
@@ -31,6 +31,10 @@ class StackModel(BaseModel):
         frozen=True,
         str_strip_whitespace=True,
     )
+
+    # Keys people copy from other tools or older APIs, mapped to what to write instead. An
+    # unknown key found here gets this message instead of the generic "unknown key".
+    misused_keys: ClassVar[dict[str, str]] = {}
 
 
 class StackConfigError(ValueError):
@@ -93,8 +97,8 @@ def format_path(loc: tuple[int | str, ...] | list[int | str]) -> str:
     return path
 
 
-def _known_keys(model: type[BaseModel] | None, loc: tuple[int | str, ...]) -> list[str] | None:
-    """Walk ``loc`` through the model to list the keys valid where an unknown key stood."""
+def _owner_model(model: type[BaseModel] | None, loc: tuple[int | str, ...]) -> type[BaseModel] | None:
+    """Walk ``loc`` through the model to the model class where the last key of ``loc`` stood."""
     current: Any = model
     for part in loc[:-1]:
         if isinstance(part, int):
@@ -109,8 +113,23 @@ def _known_keys(model: type[BaseModel] | None, loc: tuple[int | str, ...]) -> li
             return None
         current = _innermost_model(field.annotation)
     if isinstance(current, type) and issubclass(current, BaseModel):
-        return sorted(f.alias or name for name, f in current.model_fields.items())
+        return current
     return None
+
+
+def _known_keys(model: type[BaseModel] | None, loc: tuple[int | str, ...]) -> list[str] | None:
+    """The keys valid where an unknown key stood."""
+    owner = _owner_model(model, loc)
+    if owner is None:
+        return None
+    return sorted(f.alias or name for name, f in owner.model_fields.items())
+
+
+def _misused_key_hint(model: type[BaseModel] | None, loc: tuple[int | str, ...]) -> str | None:
+    """A model's explanation for a key people copy from elsewhere (``StackModel.misused_keys``)."""
+    owner = _owner_model(model, loc)
+    hints: dict[str, str] = getattr(owner, "misused_keys", {}) if owner is not None else {}
+    return hints.get(str(loc[-1])) if loc else None
 
 
 def _innermost_model(annotation: Any) -> Any:
@@ -132,7 +151,9 @@ def explain(error: ValidationError, model: type[BaseModel] | None = None) -> lis
         path = format_path(loc)
         kind = item["type"]
         msg = str(item["msg"])
-        if kind == "extra_forbidden":
+        if kind == "extra_forbidden" and (misused := _misused_key_hint(model, loc)):
+            lines.append(f"{path}: {misused}")
+        elif kind == "extra_forbidden":
             known = _known_keys(model, loc)
             hint = f"; valid keys here: {', '.join(known)}" if known else ""
             lines.append(f"{path}: unknown key; remove it or fix its spelling{hint}")

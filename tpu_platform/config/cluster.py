@@ -63,6 +63,4 @@ class ClusterConfig(StackModel):
             "node_service_account",
         }
         fields = type(self).model_fields
-        return sorted(
-            fields[name].alias or name for name in self.model_fields_set if name in only_create
-        )
+        return sorted(fields[name].alias or name for name in self.model_fields_set if name in only_create)

@@ -224,9 +224,7 @@ def stack_keys() -> list[str]:
     return [f.alias or name for name, f in PlatformConfig.model_fields.items()]
 
 
-def read_stack(
-    get: Callable[[str, str], Any], present_keys: Callable[[str], list[str]]
-) -> PlatformConfig:
+def read_stack(get: Callable[[str, str], Any], present_keys: Callable[[str], list[str]]) -> PlatformConfig:
     """Assemble the raw stack from a config reader, rejecting unknown ``tpu-platform:`` keys.
 
     ``get(namespace, key)`` returns the decoded value or None; ``present_keys(namespace)``

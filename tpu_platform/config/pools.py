@@ -36,7 +36,9 @@ class CapacityConfig(StackModel):
     @classmethod
     def _duration(cls, value: str | None) -> str | None:
         if value is not None and not DURATION_RE.match(value):
-            raise ValueError(f"maxRunDuration {value!r} must be whole seconds with an 's' suffix, e.g. '86400s'")
+            raise ValueError(
+                f"maxRunDuration {value!r} must be whole seconds with an 's' suffix, e.g. '86400s'"
+            )
         return value
 
 

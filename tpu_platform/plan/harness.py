@@ -78,14 +78,14 @@ class PlatformMocks(pulumi.runtime.Mocks):
             state["email"] = f"{state.get('accountId')}@{project}.iam.gserviceaccount.com"
         return f"{args.name}-id", state
 
-    def call(self, args: pulumi.runtime.MockCallArgs) -> dict:
+    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict, list[tuple[str, str]] | None]:
         if args.token == "gcp:container/getCluster:getCluster":
             return {
                 "name": args.args.get("name"),
                 "location": args.args.get("location"),
                 "endpoint": "203.0.113.20",
                 "masterAuths": [{"clusterCaCertificate": FAKE_CA}],
-            }
+            }, []
         raise NotImplementedError(f"no offline stand-in for the function {args.token}")
 
 
@@ -96,7 +96,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         super().__init__(mocks)
         self.recorded: list[RecordedResource] = []
 
-    def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
+    def RegisterResource(self, request: Any) -> Any:
         response = super().RegisterResource(request)
         if request.type != "pulumi:pulumi:Stack":
             inputs = pulumi.runtime.rpc.deserialize_properties(request.object, keep_unknowns=True)
@@ -155,13 +155,12 @@ class Rendering:
 def config_values(stack_config: Mapping[str, Any]) -> dict[str, str]:
     """Stack-file values as Pulumi passes them to a program: objects as JSON strings."""
     return {
-        key: value if isinstance(value, str) else json.dumps(value)
-        for key, value in stack_config.items()
+        key: value if isinstance(value, str) else json.dumps(value) for key, value in stack_config.items()
     }
 
 
 def render(
-    program: Callable[[], None],
+    program: Callable[[], object],
     stack_config: Mapping[str, Any],
     *,
     project: str = "tpu-platform",
@@ -177,7 +176,11 @@ def render(
         pulumi.runtime.set_mocks(
             PlatformMocks(), project=project, stack=stack, preview=False, monitor=monitor
         )
-        loop.run_until_complete(run_pulumi_func(program))
+
+        def run() -> None:
+            program()
+
+        loop.run_until_complete(run_pulumi_func(run))
         outputs = loop.run_until_complete(_stack_exports())
     finally:
         loop.close()

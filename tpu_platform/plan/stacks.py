@@ -20,13 +20,17 @@ def stack_file(stack: str, stacks_dir: Path = STACKS_DIR) -> Path:
 
 def list_stacks(stacks_dir: Path = STACKS_DIR) -> list[str]:
     """Stack names, from the stack files present."""
-    return sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in stacks_dir.glob("Pulumi.*.yaml"))
+    return sorted(
+        p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in stacks_dir.glob("Pulumi.*.yaml")
+    )
 
 
 def load_stack_config(path: Path) -> dict[str, Any]:
     """The ``config:`` map of a stack file, as ``namespace:key`` -> value."""
     if not path.exists():
-        raise StackConfigError([f"{path}: no such stack file; create it or pick one of {list_stacks(path.parent)}"])
+        raise StackConfigError(
+            [f"{path}: no such stack file; create it or pick one of {list_stacks(path.parent)}"]
+        )
     doc = yaml.safe_load(path.read_text()) or {}
     if not isinstance(doc, dict) or not isinstance(doc.get("config", {}), dict):
         raise StackConfigError([f"{path}: a stack file is a mapping with a 'config:' mapping inside"])

@@ -1,0 +1,98 @@
+"""The GKE cluster component: creation defaults, adoption, and the explicit Kubernetes provider."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from components.kubeconfig import render_kubeconfig
+from tpu_platform.plan.document import normalize
+
+CLUSTER = "gcp:container/cluster:Cluster"
+
+
+def by_type(rendering: Any, type_: str) -> list[Any]:
+    return [r for r in rendering.resources if r.type == type_]
+
+
+def test_created_cluster_is_suited_to_tpu_work(
+    stack: dict[str, Any], render_stack: Callable[..., Any]
+) -> None:
+    (cluster,) = by_type(render_stack(stack), CLUSTER)
+    inputs = normalize(cluster.inputs)
+    assert inputs["name"] == "tpu-test"
+    assert inputs["location"] == "us-east5"
+    assert inputs["releaseChannel"] == {"channel": "REGULAR"}
+    assert inputs["workloadIdentityConfig"] == {"workloadPool": "test-project.svc.id.goog"}
+    assert inputs["removeDefaultNodePool"] is True
+    assert inputs["networkingMode"] == "VPC_NATIVE"
+    assert inputs["datapathProvider"] == "ADVANCED_DATAPATH"
+    assert inputs["monitoringConfig"]["managedPrometheus"] == {"enabled": True}
+    assert inputs["deletionProtection"] is True
+    assert "privateClusterConfig" not in inputs
+
+
+def test_private_nodes_and_authorized_networks(
+    stack: dict[str, Any], render_stack: Callable[..., Any]
+) -> None:
+    stack["tpu-platform:cluster"].update(privateNodes=True, masterAuthorizedCidrs=["10.0.0.0/8"])
+    (cluster,) = by_type(render_stack(stack), CLUSTER)
+    assert cluster.inputs["privateClusterConfig"] == {
+        "enablePrivateNodes": True,
+        "enablePrivateEndpoint": False,
+    }
+    assert cluster.inputs["masterAuthorizedNetworksConfig"]["cidrBlocks"] == [
+        {"cidrBlock": "10.0.0.0/8", "displayName": "authorized-0"}
+    ]
+
+
+def test_system_pool_and_node_service_account(
+    stack: dict[str, Any], render_stack: Callable[..., Any]
+) -> None:
+    rendering = render_stack(stack)
+    system = next(r for r in rendering.resources if r.name == "tpu-cluster-system")
+    assert system.inputs["nodeLocations"] == ["us-east5-b"]
+    assert normalize(system.inputs["nodeCount"]) == 2
+    roles = sorted(r.inputs["role"] for r in by_type(rendering, "gcp:projects/iAMMember:IAMMember"))
+    assert "roles/logging.logWriter" in roles and "roles/owner" not in roles and "roles/editor" not in roles
+
+
+def test_given_node_service_account_creates_none(
+    stack: dict[str, Any], render_stack: Callable[..., Any]
+) -> None:
+    stack["tpu-platform:cluster"]["nodeServiceAccount"] = "nodes@test-project.iam.gserviceaccount.com"
+    rendering = render_stack(stack)
+    assert by_type(rendering, "gcp:serviceaccount/account:Account") == []
+    pool = next(r for r in rendering.resources if r.name == "tpu-train-0")
+    assert pool.inputs["nodeConfig"]["serviceAccount"] == "nodes@test-project.iam.gserviceaccount.com"
+
+
+def test_adopted_cluster_is_not_managed(stack: dict[str, Any], render_stack: Callable[..., Any]) -> None:
+    stack["tpu-platform:cluster"] = {"name": "existing", "mode": "adopt"}
+    rendering = render_stack(stack)
+    assert by_type(rendering, CLUSTER) == []
+    assert by_type(rendering, "gcp:serviceaccount/account:Account") == []
+    pool = next(r for r in rendering.resources if r.name == "tpu-train-0")
+    assert pool.inputs["cluster"] == "existing"
+    assert pool.inputs["location"] == "us-east5"
+    assert rendering.outputs["clusterName"] == "existing"
+
+
+def test_one_explicit_kubernetes_provider_with_secret_kubeconfig(
+    stack: dict[str, Any], render_stack: Callable[..., Any]
+) -> None:
+    rendering = render_stack(stack)
+    providers = by_type(rendering, "pulumi:providers:kubernetes")
+    assert len(providers) == 1
+    assert providers[0].inputs["kubeconfig"] == "[secret]"
+    assert rendering.outputs["kubeconfig"] == "[secret]"
+
+
+def test_kubeconfig_uses_auth_plugin_not_static_credentials() -> None:
+    doc = json.loads(render_kubeconfig("c1", "203.0.113.1", "Q0E="))
+    user = doc["users"][0]["user"]
+    assert user["exec"]["command"] == "gke-gcloud-auth-plugin"
+    assert "token" not in user and "client-key-data" not in user
+    assert doc["clusters"][0]["cluster"]["server"] == "https://203.0.113.1"
+    assert doc["current-context"] == "gke_c1"
