@@ -43,6 +43,7 @@ class GkeCluster(pulumi.ComponentResource):
     location: pulumi.Output[str]
     endpoint: pulumi.Output[str]
     node_service_account: pulumi.Output[str] | None
+    system_pool: gcp.container.NodePool | None
     kubeconfig: pulumi.Output[str]
     provider: k8s.Provider
 
@@ -50,6 +51,7 @@ class GkeCluster(pulumi.ComponentResource):
         super().__init__("tpu-platform:gke:Cluster", name, None, opts)
         cfg = args.cluster
         self.node_service_account = None
+        self.system_pool = None
         if cfg.mode == "adopt":
             found = gcp.container.get_cluster_output(
                 name=cfg.name,
@@ -150,7 +152,7 @@ class GkeCluster(pulumi.ComponentResource):
             opts=child,
         )
         system = cfg.system_pool or SystemPoolConfig()
-        gcp.container.NodePool(
+        self.system_pool = gcp.container.NodePool(
             f"{name}-system",
             name="system",
             project=args.project,

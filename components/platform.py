@@ -11,6 +11,9 @@ from tpu_platform.config import PlatformConfig
 from tpu_platform.slices import SliceSpec, expand_slices
 
 from .gke_cluster import GkeCluster, GkeClusterArgs
+from .kueue_install import KueueInstall, KueueInstallArgs
+from .kueue_queues import KueueQueues, KueueQueuesArgs
+from .priorities import Priorities, PrioritiesArgs
 from .tpu_slice_pool import TpuSlicePool, TpuSlicePoolArgs
 
 
@@ -27,6 +30,9 @@ class TpuPlatform(pulumi.ComponentResource):
     cluster: GkeCluster
     slice_pools: list[TpuSlicePool]
     slices: list[SliceSpec]
+    kueue: KueueInstall
+    priorities: Priorities
+    queues: KueueQueues
 
     def __init__(self, name: str, args: TpuPlatformArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("tpu-platform:index:Platform", name, None, opts)
@@ -57,6 +63,25 @@ class TpuPlatform(pulumi.ComponentResource):
             )
             for group, specs in groupby(self.slices, key=lambda spec: spec.group)
         ]
+        # In-cluster: JobSet and Kueue (after the system pool exists to run them), then every
+        # Kueue object once its CRDs and webhooks are ready (``self.kueue.ready``).
+        provider = self.cluster.provider
+        system_pool = [self.cluster.system_pool] if self.cluster.system_pool is not None else []
+        self.kueue = KueueInstall(
+            f"{name}-kueue",
+            KueueInstallArgs(config=cfg, provider=provider, depends_on=system_pool),
+            opts=child,
+        )
+        self.priorities = Priorities(
+            f"{name}-priorities",
+            PrioritiesArgs(config=cfg, provider=provider, kueue_ready=self.kueue.ready),
+            opts=child,
+        )
+        self.queues = KueueQueues(
+            f"{name}-queues",
+            KueueQueuesArgs(config=cfg, provider=provider, kueue_ready=self.kueue.ready),
+            opts=child,
+        )
         self.register_outputs(
             {
                 "clusterName": self.cluster.name,

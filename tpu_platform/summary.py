@@ -1,4 +1,5 @@
-"""A short human summary of a stack: slices and chips by shape and by capacity source."""
+"""A short human summary of a stack: slices and chips by shape and by capacity source, and
+each team's guaranteed and borrowable chips (``tpu_platform.quota``)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .config import PlatformConfig
+from .quota import team_quotas, unassigned_slices
 from .slices import capacity_by_shape, expand_slices
 
 
@@ -21,6 +23,8 @@ class PlatformSummary:
     chips: int
     by_shape: list[dict[str, Any]]
     chips_by_capacity: dict[str, int]
+    teams: list[dict[str, Any]] = field(default_factory=list)
+    unassigned: list[dict[str, Any]] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
@@ -33,6 +37,9 @@ class PlatformSummary:
             "byShape": self.by_shape,
             "chipsByCapacity": self.chips_by_capacity,
         }
+        if self.teams:
+            doc["teams"] = self.teams
+            doc["unassigned"] = self.unassigned
         doc.update(self.extra)
         return doc
 
@@ -47,6 +54,21 @@ class PlatformSummary:
             )
         capacity = ", ".join(f"{kind} {chips}" for kind, chips in self.chips_by_capacity.items())
         lines.append(f"  chips by capacity: {capacity}")
+        if self.teams:
+            lines.append("  teams (chips guaranteed / borrowable from the cohort):")
+        for team in self.teams:
+            cohort = f", cohort {team['cohort']}" if team.get("cohort") else ""
+            shapes = ", ".join(
+                f"{f['topology']} {f['guaranteedSlices']}+{f['borrowableSlices']}" for f in team["byFlavor"]
+            )
+            lines.append(
+                f"    {team['team']:<16} {team['guaranteedChips']:>5} / {team['borrowableChips']:<5} "
+                f"({team['clusterQueue']}{cohort}; slices {shapes})"
+            )
+        idle = [row for row in self.unassigned if row["slices"]]
+        if idle:
+            text = ", ".join(f"{row['topology']} x{row['slices']} ({row['chips']} chips)" for row in idle)
+            lines.append(f"  not in any nominal quota: {text}")
         return "\n".join(lines)
 
 
@@ -73,4 +95,9 @@ def summarize(cfg: PlatformConfig) -> PlatformSummary:
             for cap in capacity_by_shape(specs)
         ],
         chips_by_capacity=dict(sorted(by_capacity.items())),
+        teams=[team.as_dict() for team in team_quotas(cfg)],
+        unassigned=[
+            {"topology": shape.topology, "slices": slices, "chips": slices * shape.chips}
+            for shape, slices in unassigned_slices(cfg).items()
+        ],
     )

@@ -4,15 +4,21 @@ from .base import StackConfigError, StackModel
 from .cluster import ClusterConfig, SystemPoolConfig
 from .platform import PlatformConfig, parse_platform, read_stack
 from .pools import CapacityConfig, SlicePoolConfig
+from .queues import CohortConfig, KueueConfig, PriorityConfig, QuotaConfig, TeamConfig
 
 __all__ = [
     "CapacityConfig",
     "ClusterConfig",
+    "CohortConfig",
+    "KueueConfig",
     "PlatformConfig",
+    "PriorityConfig",
+    "QuotaConfig",
     "SlicePoolConfig",
     "StackConfigError",
     "StackModel",
     "SystemPoolConfig",
+    "TeamConfig",
     "parse_platform",
     "read_stack",
 ]

@@ -17,6 +17,7 @@ from .. import catalog
 from .base import GCP_KEYS, StackConfigError, StackModel, explain, format_path
 from .cluster import ClusterConfig
 from .pools import LABEL_VALUE_RE, SlicePoolConfig
+from .queues import DEFAULT_PRIORITIES, QUEUE_CHECKS, CohortConfig, KueueConfig, PriorityConfig, TeamConfig
 
 REGION_RE = re.compile(r"^[a-z]+-[a-z]+[0-9]+$")
 ZONE_RE = re.compile(r"^([a-z]+-[a-z]+[0-9]+)-[a-z]$")
@@ -32,6 +33,10 @@ class PlatformConfig(StackModel):
     zone: str
     cluster: ClusterConfig
     slice_pools: list[SlicePoolConfig] = Field(min_length=1)
+    priorities: list[PriorityConfig] = Field(default_factory=lambda: list(DEFAULT_PRIORITIES))
+    kueue: KueueConfig = KueueConfig()
+    cohorts: list[CohortConfig] = Field(default_factory=list)
+    teams: list[TeamConfig] = Field(default_factory=list)
 
     @property
     def cluster_location(self) -> str:
@@ -203,7 +208,7 @@ def _check_capacity(pool: SlicePoolConfig, here: Loc, problems: Problems) -> Non
         )
 
 
-CROSS_CHECKS: list[CrossCheck] = [_check_locations, _check_cluster, _check_pools]
+CROSS_CHECKS: list[CrossCheck] = [_check_locations, _check_cluster, _check_pools, *QUEUE_CHECKS]
 
 
 def parse_platform(raw: Mapping[str, Any]) -> PlatformConfig:

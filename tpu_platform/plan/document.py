@@ -33,7 +33,7 @@ def plan_document(stack: str, rendering: Rendering, summary: dict[str, Any]) -> 
             entry["provider"] = res.provider
         if res.dependencies:
             entry["dependsOn"] = sorted(urn_label(dep) for dep in res.dependencies)
-        if res.custom:
+        if res.custom or res.inputs:  # remote components (helm.v4.Chart) have inputs too
             entry["inputs"] = normalize(res.inputs)
         resources.append(entry)
     return {

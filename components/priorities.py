@@ -1,0 +1,59 @@
+"""``Priorities``: a PriorityClass and a Kueue WorkloadPriorityClass per stack priority.
+
+Both carry the same name and value: the JobSet label ``kueue.x-k8s.io/priority-class`` names
+the WorkloadPriorityClass (admission order, Kueue preemption), the pods' ``priorityClassName``
+names the PriorityClass (kube-scheduler preemption, hotswap).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from tpu_platform.config import PlatformConfig
+from tpu_platform.kueue import priority_objects
+
+from .kube_object import KubeObject
+
+
+@dataclass(frozen=True)
+class PrioritiesArgs:
+    """The stack's priorities, the cluster's provider, and what Kueue objects must wait for."""
+
+    config: PlatformConfig
+    provider: k8s.Provider
+    kueue_ready: Sequence[pulumi.Resource] = field(default_factory=tuple)
+
+
+class Priorities(pulumi.ComponentResource):
+    """PriorityClasses (core) and WorkloadPriorityClasses (Kueue, after its install)."""
+
+    priority_classes: dict[str, k8s.scheduling.v1.PriorityClass]
+    workload_priority_classes: dict[str, KubeObject]
+
+    def __init__(self, name: str, args: PrioritiesArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("tpu-platform:kueue:Priorities", name, None, opts)
+        self.priority_classes = {}
+        self.workload_priority_classes = {}
+        for pc, wpc in priority_objects(args.config):
+            prio = pc["metadata"]["name"]
+            self.priority_classes[prio] = k8s.scheduling.v1.PriorityClass(
+                f"{name}-{prio}",
+                metadata=pc["metadata"],
+                value=pc["value"],
+                global_default=pc["globalDefault"],
+                preemption_policy=pc["preemptionPolicy"],
+                description=pc.get("description"),
+                opts=pulumi.ResourceOptions(parent=self, provider=args.provider),
+            )
+            self.workload_priority_classes[prio] = KubeObject(
+                f"{name}-{prio}-workload",
+                wpc,
+                opts=pulumi.ResourceOptions(
+                    parent=self, provider=args.provider, depends_on=list(args.kueue_ready)
+                ),
+            )
+        self.register_outputs({"priorities": sorted(self.priority_classes)})

@@ -1,0 +1,269 @@
+"""The Kubernetes objects of the queueing setup, as plain dicts (``kueue.x-k8s.io/v1beta2`` only).
+
+Pure functions of a validated ``PlatformConfig``: the Pulumi components register exactly
+these dicts, the tests and the schema checks read them, and nothing here talks to a cluster.
+
+- one ResourceFlavor per slice shape the pools provide, whose node labels are the labels GKE
+  puts on that shape's nodes (accelerator and topology), so a flavor's quota can only be
+  used by pods that land on slices of that shape;
+- per team: its namespaces (created unless they already exist, like ``default``), one
+  ClusterQueue whose ``namespaceSelector`` admits exactly those namespaces (a null selector
+  admits none, ``{}`` admits all), and its LocalQueues;
+- one Cohort object per declared cohort (hierarchical cohorts via ``parentName``);
+- per priority, a PriorityClass and a WorkloadPriorityClass with the same name and value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .. import catalog
+from ..config import PlatformConfig
+from ..config.queues import CohortConfig, NamespaceConfig, PriorityConfig, ResolvedQuota, TeamConfig
+from ..slices import LABEL_TEAM, capacity_by_shape, expand_slices
+
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
+SCHEDULING_API = "scheduling.k8s.io/v1"
+LABEL_NAMESPACE_NAME = "kubernetes.io/metadata.name"
+LABEL_INSTANCE_TYPE = "node.kubernetes.io/instance-type"
+LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
+LABEL_PART_OF = "app.kubernetes.io/part-of"
+MANAGED_LABELS = {LABEL_MANAGED_BY: "tpu-platform", LABEL_PART_OF: "tpu-platform"}
+
+
+def _metadata(name: str, namespace: str | None = None, **labels: str) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    meta["labels"] = dict(sorted({**MANAGED_LABELS, **labels}.items()))
+    return meta
+
+
+def _quantity(weight: str) -> int | str:
+    """Fair-sharing weights: integers stay integers, decimals stay quantity strings."""
+    return int(weight) if weight.isdigit() else weight
+
+
+# --------------------------------------------------------------------------- flavors
+
+
+@dataclass(frozen=True)
+class Flavor:
+    """The ResourceFlavor of one slice shape and how many slices of it the pools provide."""
+
+    name: str
+    shape: catalog.SliceShape
+    slices: int
+    node_labels: dict[str, str]
+
+    @property
+    def chips(self) -> int:
+        return self.slices * self.shape.chips
+
+
+def flavor_node_labels(shape: catalog.SliceShape) -> dict[str, str]:
+    """Labels GKE puts on every node of the shape; 2x4's two forms also differ by machine type."""
+    labels = catalog.node_labels(shape)
+    if len([s for s in catalog.all_shapes() if s.topology == shape.topology]) > 1:
+        labels[LABEL_INSTANCE_TYPE] = shape.machine_type
+    return dict(sorted(labels.items()))
+
+
+def flavors(cfg: PlatformConfig) -> list[Flavor]:
+    """One flavor per slice shape in the pools, smallest shape first."""
+    return [
+        Flavor(cfg.kueue.flavor_name(cap.shape), cap.shape, cap.slices, flavor_node_labels(cap.shape))
+        for cap in capacity_by_shape(expand_slices(cfg))
+    ]
+
+
+def resource_flavor(flavor: Flavor) -> dict[str, Any]:
+    return {
+        "apiVersion": KUEUE_API,
+        "kind": "ResourceFlavor",
+        "metadata": _metadata(flavor.name),
+        "spec": {"nodeLabels": dict(flavor.node_labels)},
+    }
+
+
+# --------------------------------------------------------------------------- quota
+
+
+def _resource_quota(quota: ResolvedQuota) -> dict[str, Any]:
+    chips = quota.shape.chips
+    entry: dict[str, Any] = {"name": catalog.TPU_RESOURCE, "nominalQuota": quota.nominal * chips}
+    if quota.borrowing_limit is not None:
+        entry["borrowingLimit"] = quota.borrowing_limit * chips
+    if quota.lending_limit is not None:
+        entry["lendingLimit"] = quota.lending_limit * chips
+    return entry
+
+
+def resource_groups(cfg: PlatformConfig, quotas: list[ResolvedQuota]) -> list[dict[str, Any]]:
+    """One group covering google.com/tpu, one flavor per shape, quantities in chips."""
+    if not quotas:
+        return []
+    return [
+        {
+            "coveredResources": [catalog.TPU_RESOURCE],
+            "flavors": [
+                {"name": cfg.kueue.flavor_name(q.shape), "resources": [_resource_quota(q)]} for q in quotas
+            ],
+        }
+    ]
+
+
+# --------------------------------------------------------------------------- cohorts, queues, namespaces
+
+
+def cohort(cfg: PlatformConfig, config: CohortConfig) -> dict[str, Any]:
+    spec: dict[str, Any] = {}
+    if config.parent_name is not None:
+        spec["parentName"] = config.parent_name
+    if config.fair_sharing_weight is not None:
+        spec["fairSharing"] = {"weight": _quantity(config.fair_sharing_weight)}
+    order = {shape: i for i, shape in enumerate(catalog.all_shapes())}
+    quotas = sorted((q.resolve() for q in config.quota), key=lambda rq: order[rq.shape])
+    groups = resource_groups(cfg, quotas)
+    if groups:
+        spec["resourceGroups"] = groups
+    return {"apiVersion": KUEUE_API, "kind": "Cohort", "metadata": _metadata(config.name), "spec": spec}
+
+
+def namespace_selector(namespaces: list[str]) -> dict[str, Any]:
+    """Admits exactly these namespaces, existing or created, by their built-in name label."""
+    return {
+        "matchExpressions": [
+            {"key": LABEL_NAMESPACE_NAME, "operator": "In", "values": sorted(set(namespaces))},
+        ]
+    }
+
+
+def cluster_queue(cfg: PlatformConfig, team: TeamConfig) -> dict[str, Any]:
+    preemption: dict[str, Any] = {
+        "withinClusterQueue": team.preemption.within_cluster_queue,
+        "reclaimWithinCohort": team.preemption.reclaim_within_cohort,
+    }
+    borrow = team.preemption.borrow_within_cohort
+    if borrow is not None:
+        rendered: dict[str, Any] = {"policy": borrow.policy}
+        threshold = borrow.max_priority_threshold
+        if threshold is not None:
+            values = {p.name: p.value for p in cfg.priorities}
+            rendered["maxPriorityThreshold"] = values[threshold] if isinstance(threshold, str) else threshold
+        preemption["borrowWithinCohort"] = rendered
+    spec: dict[str, Any] = {}
+    if team.cohort_name is not None:
+        spec["cohortName"] = team.cohort_name
+    spec["namespaceSelector"] = namespace_selector(team.namespace_names())
+    spec["queueingStrategy"] = team.queueing_strategy
+    spec["preemption"] = preemption
+    if team.fair_sharing_weight is not None:
+        spec["fairSharing"] = {"weight": _quantity(team.fair_sharing_weight)}
+    if team.stop_policy is not None:
+        spec["stopPolicy"] = team.stop_policy
+    spec["resourceGroups"] = resource_groups(cfg, team.resolved_quota())
+    return {
+        "apiVersion": KUEUE_API,
+        "kind": "ClusterQueue",
+        "metadata": _metadata(team.cluster_queue, **{LABEL_TEAM: team.name}),
+        "spec": spec,
+    }
+
+
+def local_queue(team: TeamConfig, namespace: str, name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": KUEUE_API,
+        "kind": "LocalQueue",
+        "metadata": _metadata(name, namespace, **{LABEL_TEAM: team.name}),
+        "spec": {"clusterQueue": team.cluster_queue},
+    }
+
+
+def namespace(team: TeamConfig, config: NamespaceConfig) -> dict[str, Any]:
+    labels = {**config.labels, LABEL_TEAM: team.name}
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": _metadata(config.name, **labels)}
+
+
+# --------------------------------------------------------------------------- priorities
+
+
+def priority_class(priority: PriorityConfig) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "apiVersion": SCHEDULING_API,
+        "kind": "PriorityClass",
+        "metadata": _metadata(priority.name),
+        "value": priority.value,
+        "globalDefault": priority.global_default,
+        "preemptionPolicy": priority.preemption_policy,
+    }
+    if priority.description:
+        doc["description"] = priority.description
+    return doc
+
+
+def workload_priority_class(priority: PriorityConfig) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "apiVersion": KUEUE_API,
+        "kind": "WorkloadPriorityClass",
+        "metadata": _metadata(priority.name),
+        "value": priority.value,
+    }
+    if priority.description:
+        doc["description"] = priority.description
+    return doc
+
+
+# --------------------------------------------------------------------------- everything
+
+
+@dataclass(frozen=True)
+class LocalQueueObject:
+    team: str
+    namespace: str
+    name: str
+    body: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class QueueObjects:
+    """Every queueing object of a stack, grouped in creation order."""
+
+    namespaces: list[dict[str, Any]]
+    resource_flavors: list[dict[str, Any]]
+    cohorts: list[dict[str, Any]]
+    cluster_queues: dict[str, dict[str, Any]]  # team -> ClusterQueue
+    local_queues: list[LocalQueueObject]
+
+    def all(self) -> list[dict[str, Any]]:
+        return [
+            *self.namespaces,
+            *self.resource_flavors,
+            *self.cohorts,
+            *self.cluster_queues.values(),
+            *(lq.body for lq in self.local_queues),
+        ]
+
+
+def queue_objects(cfg: PlatformConfig) -> QueueObjects:
+    """Namespaces, ResourceFlavors, Cohorts, ClusterQueues and LocalQueues of a validated stack."""
+    namespaces = [namespace(team, ns) for team in cfg.teams for ns in team.namespace_list() if ns.created]
+    return QueueObjects(
+        namespaces=namespaces,
+        resource_flavors=[resource_flavor(f) for f in flavors(cfg)],
+        cohorts=[cohort(cfg, c) for c in cfg.cohorts],
+        cluster_queues={team.name: cluster_queue(cfg, team) for team in cfg.teams},
+        local_queues=[
+            LocalQueueObject(team.name, ns, name, local_queue(team, ns, name))
+            for team in cfg.teams
+            for ns, name in team.local_queue_list()
+        ],
+    )
+
+
+def priority_objects(cfg: PlatformConfig) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """``(PriorityClass, WorkloadPriorityClass)`` per priority, lowest value first."""
+    return [
+        (priority_class(p), workload_priority_class(p)) for p in sorted(cfg.priorities, key=lambda p: p.value)
+    ]
