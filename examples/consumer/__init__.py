@@ -1,0 +1,1 @@
+"""A consumer project of tpu-platform; Pulumi runs ``__main__.py``."""

@@ -1,0 +1,1 @@
+"""The policy pack folder; Pulumi runs it as a directory (``__main__.py``), tests import its rules."""
