@@ -91,6 +91,12 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("stacks", nargs="*")
     validate.add_argument("--stacks-dir", type=Path, default=STACKS_DIR)
     validate.set_defaults(func=_cmd_validate)
+
+    from .lint import command as lint_command
+
+    lint = sub.add_parser("lint", help=lint_command.HELP)
+    lint_command.configure(lint)
+    lint.set_defaults(func=lint_command.run)
     return parser
 
 

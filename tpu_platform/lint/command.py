@@ -1,0 +1,112 @@
+"""``python -m tpu_platform lint``: lint JobSet files against a cluster context."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import TextIO
+
+from .context import ContextError, LintContext, context_from_queue_directory, load_context
+from .findings import SEVERITY_ORDER, Finding
+
+HELP = "lint JobSet manifests: will Kueue manage and admit them, can hotswap help them?"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("files", nargs="+", type=Path, help="JobSet YAML files ('-' reads stdin)")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--context",
+        type=Path,
+        help="YAML/JSON file with queues, priorities and TPU slices (see examples/jobsets/seed-context.yaml)",
+    )
+    source.add_argument("--stack", help="take queues, priorities and slices from stacks/Pulumi.<STACK>.yaml")
+    parser.add_argument("--stacks-dir", type=Path, default=None, help="folder of the stack files")
+    parser.add_argument(
+        "--namespace", "-n", help="namespace of manifests that set none (default: the context's)"
+    )
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument(
+        "--fail-on",
+        choices=("error", "warning"),
+        default="error",
+        help="exit 1 when a finding is at least this severe (default: error)",
+    )
+    parser.add_argument("--no-schema", action="store_true", help="skip the JobSet CRD schema check")
+
+
+def _stack_context(stack: str, stacks_dir: Path | None) -> LintContext:
+    """The context of a stack file, through the queue model's ``queue_directory``."""
+    from ..config import StackConfigError
+    from ..kueue import queue_directory
+    from ..plan.stacks import STACKS_DIR, load_stack_config, parse_stack_config, stack_file
+    from ..slices import capacity_by_shape, expand_slices
+
+    try:
+        cfg = parse_stack_config(load_stack_config(stack_file(stack, stacks_dir or STACKS_DIR)))
+    except StackConfigError as err:
+        raise ContextError(f"stack {stack}: {err}") from err
+    slices = {capacity.shape: capacity.slices for capacity in capacity_by_shape(expand_slices(cfg))}
+    return context_from_queue_directory(
+        queue_directory(cfg), slices, manage_jobs_without_queue_name=cfg.kueue.manage_jobs_without_queue_name
+    )
+
+
+def _read(path: Path) -> str:
+    return sys.stdin.read() if str(path) == "-" else path.read_text()
+
+
+def _text(results: list[tuple[str, list[Finding]]], out: TextIO) -> None:
+    for source, findings in results:
+        if not findings:
+            print(f"{source}: ok", file=out)
+            continue
+        current: tuple[int, str] | None = None
+        for f in findings:
+            if (f.document, f.name) != current:
+                current = (f.document, f.name)
+                print(f"{source} #{f.document}{' JobSet ' + f.name if f.name else ''}", file=out)
+            print(f"  {f.severity:<7} {f.rule}  {f.path}".rstrip(), file=out)
+            print(f"          {f.message}", file=out)
+            if f.fix:
+                print(f"          fix: {f.fix}", file=out)
+    totals = {s: sum(1 for _, fs in results for f in fs if f.severity == s) for s in SEVERITY_ORDER}
+    print(
+        f"{len(results)} file(s): {totals['error']} error(s), {totals['warning']} warning(s), "
+        f"{totals['info']} info",
+        file=out,
+    )
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """Lint every file; exit 0 (clean), 1 (findings at --fail-on or worse) or 2 (bad input)."""
+    from .linter import lint_documents
+
+    out = out or sys.stdout
+    try:
+        ctx = _stack_context(args.stack, args.stacks_dir) if args.stack else load_context(args.context)
+    except (ContextError, ImportError) as err:
+        print(f"lint: {err}", file=sys.stderr)
+        return 2
+    if args.namespace:
+        ctx = replace(ctx, default_namespace=args.namespace)
+    results: list[tuple[str, list[Finding]]] = []
+    for path in args.files:
+        try:
+            text = _read(path)
+        except OSError as err:
+            print(f"lint: {path}: {err.strerror or err}", file=sys.stderr)
+            return 2
+        results.append((str(path), lint_documents(text, ctx, check_schema=not args.no_schema)))
+    if args.format == "json":
+        rows = [{"file": source, **f.as_dict()} for source, findings in results for f in findings]
+        json.dump(rows, out, indent=2)
+        out.write("\n")
+    else:
+        _text(results, out)
+    threshold = SEVERITY_ORDER[args.fail_on]
+    failed = any(SEVERITY_ORDER[f.severity] <= threshold for _, fs in results for f in fs)
+    return 1 if failed else 0

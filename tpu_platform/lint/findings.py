@@ -1,0 +1,74 @@
+"""Findings and the catalogue of rule ids (stable: scripts, tests and docs refer to them)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+Severity = Literal["error", "warning", "info"]
+SEVERITY_ORDER: dict[Severity, int] = {"error": 0, "warning": 1, "info": 2}
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A rule id, its usual severity and a one-line summary of what it catches."""
+
+    id: str
+    severity: Severity
+    summary: str
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing wrong (or worth knowing) about one manifest."""
+
+    rule: str
+    severity: Severity
+    path: str
+    message: str
+    fix: str = ""
+    document: int = 0
+    name: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+_RULES = (
+    Rule("yaml-invalid", "error", "the file is not valid YAML"),
+    Rule("not-a-jobset", "info", "a document that is not a JobSet was skipped"),
+    Rule("jobset-schema", "error", "the JobSet does not match the JobSet CRD"),
+    Rule("jobset-webhook", "error", "JobSet's admission webhook rejects the JobSet"),
+    Rule(
+        "queue-label-missing", "error", "no kueue.x-k8s.io/queue-name label: Kueue does not manage the JobSet"
+    ),
+    Rule("queue-as-annotation", "error", "a Kueue key is an annotation; Kueue reads labels only"),
+    Rule("queue-not-found", "error", "the LocalQueue does not exist in the JobSet's namespace"),
+    Rule("kueue-label-on-template", "warning", "Kueue labels on a Job or pod template are ignored"),
+    Rule("queue-resources", "error", "a requested resource is not covered by the ClusterQueue"),
+    Rule("queue-flavor-shape", "error", "no flavor of the queue provides the selected slice shape"),
+    Rule("queue-quota", "warning", "the JobSet needs more chips than the queue's nominal quota"),
+    Rule("workload-priority-missing", "warning", "no kueue.x-k8s.io/priority-class label on the JobSet"),
+    Rule("workload-priority-unknown", "error", "the WorkloadPriorityClass does not exist"),
+    Rule("pod-priority-missing", "warning", "pods have no priorityClassName"),
+    Rule("pod-priority-unknown", "error", "the pods' PriorityClass does not exist"),
+    Rule("priority-mismatch", "warning", "workload priority and pod priority disagree"),
+    Rule("tpu-node-selector", "error", "TPU pods without both TPU node selectors"),
+    Rule("tpu-accelerator", "error", "the accelerator is not tpu-v6e-slice"),
+    Rule("tpu-topology", "error", "the topology is not a v6e slice shape the cluster has"),
+    Rule("tpu-chips", "error", "google.com/tpu per pod differs from the chips per VM of the slice"),
+    Rule("tpu-pods-per-slice", "error", "parallelism/completions differ from the VMs of the slice"),
+    Rule("tpu-capacity", "error", "more replicas than the cluster has slices of that shape"),
+    Rule("exclusive-placement", "error", "a multi-host slice job without one-Job-per-node-pool placement"),
+    Rule("max-restarts", "warning", "no failurePolicy.maxRestarts: the first failure ends the JobSet"),
+    Rule("preemption-burns-restarts", "warning", "preemptions count against maxRestarts"),
+    Rule("pod-failure-policy-restart-policy", "error", "podFailurePolicy needs restartPolicy: Never"),
+    Rule("blocking-recreate", "info", "BlockingRecreate waits for pods stuck Terminating on a dead node"),
+    Rule("backoff-limit", "warning", "a multi-host slice job retries single pods instead of failing"),
+    Rule("hotswap-opt-in", "warning", "the JobSet does not opt in to the hotswap controller"),
+    Rule("host-network-dns", "warning", "hostNetwork without dnsPolicy: ClusterFirstWithHostNet"),
+    Rule("container-image", "error", "a container image is not a valid image reference"),
+    Rule("placeholder-value", "warning", "a command, argument or env value still holds a <PLACEHOLDER>"),
+)
+
+RULES: dict[str, Rule] = {rule.id: rule for rule in _RULES}

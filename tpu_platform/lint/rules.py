@@ -1,0 +1,707 @@
+"""The lint rules: each reads a JobSet and a ``LintContext`` and returns findings.
+
+Every rule answers one of three questions: will Kueue ignore this JobSet, will Kueue (or
+the scheduler) never run it, or will preemption and hotswap be unable to help it?
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator
+
+from .. import catalog
+from ..catalog import ACCELERATOR, LABEL_ACCELERATOR, LABEL_NODEPOOL, LABEL_TOPOLOGY, TPU_RESOURCE, SliceShape
+from ..schema.structural import join
+from .context import LintContext, QueueTarget
+from .findings import RULES, Finding, Severity
+from .jobset import JobSetView, ReplicatedJob, as_dict, as_list, whole_number
+
+KUEUE_PREFIX = "kueue.x-k8s.io/"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+EXCLUSIVE_TOPOLOGY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
+DISRUPTION_TARGET = "DisruptionTarget"
+POD_FAILURE_POLICY_REASON = "PodFailurePolicy"
+IGNORE_MAX_RESTARTS = ("RestartJobSetAndIgnoreMaxRestarts", "RestartJobAndIgnoreMaxRestarts")
+DEFAULT_BACKOFF_LIMIT = 6
+
+# A container image reference (the distribution/reference grammar, without normalisation).
+_IMAGE = re.compile(
+    r"^(?:(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)(?:\.(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?))*"
+    r"(?::[0-9]+)?/)?"
+    r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
+    r"(?::[\w][\w.-]{0,127})?"
+    r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$"
+)
+_PLACEHOLDER = re.compile(r"<[A-Za-z][A-Za-z0-9 _-]*>")
+# What JobSet's validating webhook accepts (pkg/webhooks/jobset_webhook.go, v0.12.0).
+_RULE_NAME = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
+_DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+JOB_FAILURE_REASONS = (
+    "BackoffLimitExceeded",
+    "DeadlineExceeded",
+    "FailedIndexes",
+    "MaxFailedIndexesExceeded",
+    POD_FAILURE_POLICY_REASON,
+)
+
+
+def finding(rule: str, path: str, message: str, fix: str = "", severity: Severity | None = None) -> Finding:
+    return Finding(rule, severity or RULES[rule].severity, path, message, fix)
+
+
+def label_path(key: str, where: str = "metadata.labels") -> str:
+    return join(where, key)
+
+
+def _yaml_label(key: str, value: str) -> str:
+    return f"{key}: {value!r}" if value in ("true", "false", "yes", "no", "on", "off") else f"{key}: {value}"
+
+
+def queue_target(js: JobSetView, ctx: LintContext) -> QueueTarget | None:
+    """Where the JobSet's queue label leads, if anywhere."""
+    queue = js.labels.get(QUEUE_LABEL)
+    return ctx.local_queues.get((js.namespace, str(queue))) if queue is not None else None
+
+
+def hotswap_opted_in(js: JobSetView, ctx: LintContext) -> bool:
+    key, value = ctx.hotswap_label
+    return str(js.labels.get(key)) == value
+
+
+# --- queue ---------------------------------------------------------------------------------------
+
+
+def queue_rules(js: JobSetView, ctx: LintContext) -> Iterator[Finding]:
+    for key in (QUEUE_LABEL, PRIORITY_LABEL):
+        if key in js.annotations and key not in js.labels:
+            value = str(js.annotations[key])
+            if key == QUEUE_LABEL:
+                effect = "Kueue reads the queue from labels only, so it does not manage this JobSet at all"
+            else:
+                effect = "Kueue reads the WorkloadPriorityClass from labels only, so this has no effect"
+            yield finding(
+                "queue-as-annotation",
+                label_path(key, "metadata.annotations"),
+                f"{key} is an annotation: {effect}",
+                f"move it to metadata.labels: `{_yaml_label(key, value)}`",
+                severity="error" if key == QUEUE_LABEL else "warning",
+            )
+    queue = js.labels.get(QUEUE_LABEL)
+    if queue is None:
+        if QUEUE_LABEL in js.annotations:
+            return
+        if ctx.manage_jobs_without_queue_name:
+            effect = (
+                "Kueue (manageJobsWithoutQueueName) keeps it suspended with no queue: it is never admitted"
+            )
+        else:
+            effect = (
+                "Kueue ignores it: it runs outside quota, priority and preemption and can starve queued work"
+            )
+        available = ctx.queues_in(js.namespace)
+        yield finding(
+            "queue-label-missing",
+            "metadata.labels",
+            f"no {QUEUE_LABEL} label: {effect}",
+            f"add `{QUEUE_LABEL}: <local queue>` to metadata.labels"
+            + (f" (queues in {js.namespace}: {', '.join(available)})" if available else ""),
+        )
+        return
+    if (js.namespace, str(queue)) not in ctx.local_queues:
+        elsewhere = ctx.namespaces_with_queue(str(queue))
+        available = ctx.queues_in(js.namespace)
+        hint = f"; {queue!r} exists in namespace(s) {', '.join(elsewhere)}" if elsewhere else ""
+        yield finding(
+            "queue-not-found",
+            label_path(QUEUE_LABEL),
+            f"no LocalQueue {queue!r} in namespace {js.namespace!r}{hint}: Kueue keeps the JobSet suspended "
+            "and never admits it",
+            f"use one of the namespace's queues ({', '.join(available)})"
+            if available
+            else f"create the LocalQueue in {js.namespace!r} or submit the JobSet to a namespace that has it",
+        )
+
+
+def template_label_rules(js: JobSetView, ctx: LintContext) -> Iterator[Finding]:
+    for rj in js.replicated_jobs:
+        for meta, where in ((rj.job_meta, rj.job_meta_path), (rj.pod_meta, rj.pod_meta_path)):
+            for kind in ("labels", "annotations"):
+                for key in as_dict(meta.get(kind)):
+                    if not str(key).startswith(KUEUE_PREFIX):
+                        continue
+                    movable = key in (QUEUE_LABEL, PRIORITY_LABEL)
+                    yield finding(
+                        "kueue-label-on-template",
+                        label_path(str(key), f"{where}.{kind}"),
+                        f"Kueue does not read {key} from a Job or pod template; it reads only the "
+                        "JobSet's own labels, so this is ignored",
+                        "move it to the JobSet's metadata.labels" if movable else "remove it",
+                    )
+
+
+# --- priority ------------------------------------------------------------------------------------
+
+
+def priority_rules(js: JobSetView, ctx: LintContext) -> Iterator[Finding]:
+    wpc = js.labels.get(PRIORITY_LABEL)
+    pod_classes = {rj.index: rj.pod_spec.get("priorityClassName") for rj in js.replicated_jobs}
+    if wpc is None:
+        if PRIORITY_LABEL not in js.annotations:
+            named = sorted({str(pc) for pc in pod_classes.values() if pc})
+            fallback = (
+                f"Kueue falls back to the pods' PriorityClass ({', '.join(named)})"
+                if named
+                else "Kueue falls back to the pods' priority, and they have none: priority 0"
+            )
+            known = ", ".join(f"{n} ({v})" for n, v in sorted(ctx.workload_priority_classes.items()))
+            yield finding(
+                "workload-priority-missing",
+                "metadata.labels",
+                f"no {PRIORITY_LABEL} label: {fallback}; queueing order and Kueue preemption then follow the "
+                "pod priority instead of a WorkloadPriorityClass",
+                f"add `{PRIORITY_LABEL}: <class>` to metadata.labels"
+                + (f" (known: {known})" if known else ""),
+            )
+    elif str(wpc) not in ctx.workload_priority_classes:
+        known = ", ".join(sorted(ctx.workload_priority_classes)) or "none defined"
+        yield finding(
+            "workload-priority-unknown",
+            label_path(PRIORITY_LABEL),
+            f"no WorkloadPriorityClass {wpc!r}: Kueue cannot create the Workload, so the JobSet is never "
+            "admitted",
+            f"use a defined WorkloadPriorityClass ({known})",
+        )
+    for rj in js.replicated_jobs:
+        pc = pod_classes[rj.index]
+        path = f"{rj.pod_path}.priorityClassName"
+        if not pc:
+            yield finding(
+                "pod-priority-missing",
+                path,
+                f"replicatedJob {rj.name!r} pods have no priorityClassName: they run at priority 0 (or the "
+                "globalDefault class), so kube-scheduler preemption and hotswap cannot favour them",
+                "set priorityClassName to the PriorityClass matching the workload priority",
+            )
+        elif str(pc) not in ctx.priority_classes:
+            known = ", ".join(sorted(ctx.priority_classes)) or "none defined"
+            yield finding(
+                "pod-priority-unknown",
+                path,
+                f"no PriorityClass {pc!r}: the API server rejects the pods, so the Jobs never start any",
+                f"use a defined PriorityClass ({known})",
+            )
+        elif str(wpc) in ctx.workload_priority_classes:
+            workload, pod = ctx.workload_priority_classes[str(wpc)], ctx.priority_classes[str(pc)]
+            if workload != pod:
+                yield finding(
+                    "priority-mismatch",
+                    path,
+                    f"workload priority {wpc} = {workload} but pod priority {pc} = {pod}: Kueue orders and "
+                    "preempts by one, kube-scheduler and hotswap by the other",
+                    "pair each WorkloadPriorityClass with a PriorityClass of the same value",
+                )
+    distinct = {str(pc) for pc in pod_classes.values() if pc}
+    if len(distinct) > 1:
+        yield finding(
+            "priority-mismatch",
+            "spec.replicatedJobs",
+            f"replicatedJobs use different pod PriorityClasses ({', '.join(sorted(distinct))}): one JobSet "
+            "could be partly preempted",
+            "give every replicatedJob the same priorityClassName",
+        )
+
+
+# --- TPU shape, capacity and quota ---------------------------------------------------------------
+
+
+def _shape_for(rj: ReplicatedJob, topology: str, ctx: LintContext) -> SliceShape:
+    """The catalog shape meant by a topology, telling the 2x4 forms apart by chips per pod."""
+    forms = [s for s in catalog.all_shapes() if s.topology == topology]
+    in_cluster = [s for s in forms if ctx.cluster_slices.get(s)]
+    pool = in_cluster or forms
+    chips = rj.tpu_limit
+    matching = [s for s in pool if s.chips_per_vm == chips]
+    return (matching or pool)[0]
+
+
+def _cluster_shapes(ctx: LintContext) -> str:
+    have = [f"{s.topology} ({s.vms} VMs) x{n}" for s, n in ctx.cluster_slices.items() if n]
+    return ", ".join(have) or "none"
+
+
+def tpu_rules(js: JobSetView, ctx: LintContext, shapes: dict[int, SliceShape]) -> Iterator[Finding]:
+    """Per replicatedJob: node selectors, chips, pods per slice; fills ``shapes`` for later rules."""
+    target = queue_target(js, ctx)
+    for rj in js.replicated_jobs:
+        if not rj.wants_tpu:
+            continue
+        accelerator, accel_path = rj.node_selection(LABEL_ACCELERATOR)
+        topology, topo_path = rj.node_selection(LABEL_TOPOLOGY)
+        missing = [k for k, v in ((LABEL_ACCELERATOR, accelerator), (LABEL_TOPOLOGY, topology)) if v is None]
+        if missing:
+            yield finding(
+                "tpu-node-selector",
+                f"{rj.pod_path}.nodeSelector",
+                f"replicatedJob {rj.name!r} uses TPUs but does not select {' and '.join(missing)}: GKE "
+                "cannot place the pods on a slice of the intended shape",
+                f"add `{LABEL_ACCELERATOR}: {ACCELERATOR}` and `{LABEL_TOPOLOGY}: <topology>` to "
+                "nodeSelector",
+            )
+        if accelerator is not None and accelerator != ACCELERATOR:
+            yield finding(
+                "tpu-accelerator",
+                accel_path,
+                f"accelerator {accelerator!r}: this platform's TPU nodes are {ACCELERATOR!r}, so no node "
+                "matches",
+                f"use `{LABEL_ACCELERATOR}: {ACCELERATOR}`",
+            )
+        yield from _chip_requests(rj)
+        if topology is None:
+            continue
+        if topology not in catalog.valid_topologies():
+            yield finding(
+                "tpu-topology",
+                topo_path,
+                f"TPU v6e has no {topology!r} slice",
+                f"use one of {', '.join(catalog.valid_topologies())} that the cluster has "
+                f"({_cluster_shapes(ctx)})",
+            )
+            continue
+        shape = _shape_for(rj, topology, ctx)
+        shapes[rj.index] = shape
+        if not ctx.cluster_slices.get(shape):
+            yield finding(
+                "tpu-topology",
+                topo_path,
+                f"the cluster has no {shape.topology} ({shape.vms}-VM) slices: the pods stay Pending",
+                f"pick a shape the cluster has: {_cluster_shapes(ctx)}",
+            )
+        if target is not None and shape not in target.shapes:
+            offered = ", ".join(f"{f.name} ({f.shape.topology})" for f in target.flavors) or "none"
+            yield finding(
+                "queue-flavor-shape",
+                topo_path,
+                f"ClusterQueue {target.cluster_queue!r} has no flavor for {shape.topology} slices (flavors: "
+                f"{offered}): Kueue never admits the JobSet",
+                "select a topology the queue's flavors provide, or submit to a queue that has this shape",
+            )
+        chips = rj.tpu_limit
+        if chips is not None and chips >= 0 and chips != shape.chips_per_vm:
+            yield finding(
+                "tpu-chips",
+                f"{rj.pod_path}.containers",
+                f"pods ask for {chips} google.com/tpu but a {shape.topology} node has {shape.chips_per_vm}: "
+                + ("the pods never fit" if chips > shape.chips_per_vm else "the slice is left partly idle"),
+                f"set limits `{TPU_RESOURCE}: {shape.chips_per_vm}` (one pod per VM takes all its chips)",
+            )
+        yield from _pods_per_slice(rj, shape)
+
+
+def _chip_requests(rj: ReplicatedJob) -> Iterator[Finding]:
+    containers = rj.containers()
+    if rj.tpu_limit is None:
+        yield finding(
+            "tpu-chips",
+            f"{rj.pod_path}.containers",
+            f"replicatedJob {rj.name!r} selects TPU nodes but no container has a {TPU_RESOURCE} limit: "
+            "the pods cannot use the chips (and do not count against TPU quota)",
+            f"set resources.limits `{TPU_RESOURCE}: <chips per VM>` on the container that runs the program",
+        )
+    elif rj.tpu_limit < 0:
+        yield finding(
+            "tpu-chips",
+            f"{rj.pod_path}.containers",
+            f"{TPU_RESOURCE} limits must be whole numbers",
+            f"write the chip count as an integer, e.g. `{TPU_RESOURCE}: 4`",
+        )
+    for c in containers:
+        request, limit = c.requests.get(TPU_RESOURCE), c.limits.get(TPU_RESOURCE)
+        if request is None:
+            continue
+        if limit is None or whole_number(request) != whole_number(limit):
+            yield finding(
+                "tpu-chips",
+                join(f"{c.path}.resources.requests", TPU_RESOURCE),
+                f"{TPU_RESOURCE} request {request} without an equal limit ({limit}): extended resources "
+                "cannot be overcommitted, so the API server rejects the pods",
+                "set the limit and drop the request, or make them equal",
+            )
+
+
+def _pods_per_slice(rj: ReplicatedJob, shape: SliceShape) -> Iterator[Finding]:
+    for key, value in (("parallelism", rj.parallelism), ("completions", rj.completions)):
+        if value != shape.vms:
+            shown = "unset" if key not in rj.job_spec else value
+            yield finding(
+                "tpu-pods-per-slice",
+                f"{rj.job_path}.{key}",
+                f"{key} is {shown} but a {shape.topology} slice has {shape.vms} VMs: one pod per VM is "
+                "needed for the slice to start",
+                f"set parallelism and completions to {shape.vms}",
+            )
+
+
+def capacity_rules(js: JobSetView, ctx: LintContext, shapes: dict[int, SliceShape]) -> Iterator[Finding]:
+    target = queue_target(js, ctx)
+    slices: Counter[SliceShape] = Counter()
+    chips: Counter[SliceShape] = Counter()
+    first: dict[SliceShape, ReplicatedJob] = {}
+    for rj in js.replicated_jobs:
+        shape = shapes.get(rj.index)
+        if shape is None:
+            continue
+        first.setdefault(shape, rj)
+        slices[shape] += rj.replicas
+        pods = min(rj.parallelism or 0, rj.completions or rj.parallelism or 0)
+        chips[shape] += rj.replicas * pods * max(rj.tpu_limit or 0, 0)
+    for shape, needed in slices.items():
+        have = ctx.cluster_slices.get(shape, 0)
+        path = f"{first[shape].path}.replicas"
+        if have and needed > have:
+            yield finding(
+                "tpu-capacity",
+                path,
+                f"needs {needed} {shape.topology} slices at once but the cluster has {have}: the JobSet "
+                "can never run all its replicas",
+                f"use at most {have} replicas of {shape.topology}, or add slices to the stack",
+            )
+        quota = target.quota_chips(shape) if target is not None else None
+        if target is not None and quota is not None and chips[shape] > quota:
+            borrow = (
+                f"it is admitted only if cohort {target.cohort!r} lends the rest"
+                if target.cohort
+                else "the queue has no cohort to borrow from, so it is never admitted"
+            )
+            yield finding(
+                "queue-quota",
+                path,
+                f"needs {chips[shape]} chips of {shape.topology} but ClusterQueue "
+                f"{target.cluster_queue!r} has a nominal quota of {quota}: {borrow}",
+                "lower replicas or raise the queue's nominalQuota",
+            )
+
+
+def covered_resource_rules(js: JobSetView, ctx: LintContext) -> Iterator[Finding]:
+    target = queue_target(js, ctx)
+    if target is None or target.covered_resources is None:
+        return
+    wanted: dict[str, str] = {}
+    for rj in js.replicated_jobs:
+        for c in [*rj.containers(), *rj.containers(init=True)]:
+            for kind, resources in (("limits", c.limits), ("requests", c.requests)):
+                for name in resources:
+                    wanted.setdefault(str(name), join(f"{c.path}.resources.{kind}", str(name)))
+    for name, path in wanted.items():
+        if name not in target.covered_resources:
+            yield finding(
+                "queue-resources",
+                path,
+                f"ClusterQueue {target.cluster_queue!r} does not cover {name!r} (it covers "
+                f"{', '.join(sorted(target.covered_resources))}): Kueue never admits a workload that "
+                "requests a resource its queue does not cover",
+                f"drop the {name} request, or add {name} to the queue's coveredResources",
+            )
+
+
+# --- placement, failure policy and hotswap -------------------------------------------------------
+
+
+def exclusive_placement_rules(
+    js: JobSetView, ctx: LintContext, shapes: dict[int, SliceShape]
+) -> Iterator[Finding]:
+    for rj in js.replicated_jobs:
+        shape = shapes.get(rj.index)
+        if shape is None or not shape.multi_host:
+            continue
+        value = js.annotations.get(
+            EXCLUSIVE_TOPOLOGY, as_dict(rj.job_meta.get("annotations")).get(EXCLUSIVE_TOPOLOGY)
+        )
+        if value == LABEL_NODEPOOL:
+            continue
+        problem = "is missing" if value is None else f"is {value!r}"
+        yield finding(
+            "exclusive-placement",
+            label_path(EXCLUSIVE_TOPOLOGY, "metadata.annotations"),
+            f"{EXCLUSIVE_TOPOLOGY} {problem}: the pods of one {shape.topology} slice Job can spread over "
+            "several node pools (or share one with another Job), so the slice never forms, and hotswap "
+            "cannot map the JobSet to whole pools",
+            f"add the annotation `{EXCLUSIVE_TOPOLOGY}: {LABEL_NODEPOOL}` to the JobSet",
+        )
+        return
+
+
+def _disruption_fails_job(rj: ReplicatedJob) -> bool:
+    rules = as_list(as_dict(rj.job_spec.get("podFailurePolicy")).get("rules"))
+    for raw in rules:
+        rule = as_dict(raw)
+        conditions = as_list(rule.get("onPodConditions"))
+        matches = any(
+            as_dict(c).get("type") == DISRUPTION_TARGET and as_dict(c).get("status", "True") == "True"
+            for c in conditions
+        )
+        if matches:
+            return rule.get("action") == "FailJob"
+    return False
+
+
+def _first_rule_for_pod_failure_policy(js: JobSetView, rj: ReplicatedJob) -> dict[str, object] | None:
+    """The first JobSet failure rule that certainly matches a Job failed by its pod failure policy."""
+    for raw in as_list(js.failure_policy.get("rules")):
+        rule = as_dict(raw)
+        reasons = as_list(rule.get("onJobFailureReasons"))
+        targets = as_list(rule.get("targetReplicatedJobs"))
+        if rule.get("onJobFailureMessagePatterns"):
+            continue
+        if (not reasons or POD_FAILURE_POLICY_REASON in reasons) and (not targets or rj.name in targets):
+            return rule
+    return None
+
+
+def failure_policy_rules(
+    js: JobSetView, ctx: LintContext, shapes: dict[int, SliceShape]
+) -> Iterator[Finding]:
+    fp = js.failure_policy
+    max_restarts = whole_number(fp.get("maxRestarts"))
+    if not max_restarts:
+        yield finding(
+            "max-restarts",
+            "spec.failurePolicy.maxRestarts",
+            "maxRestarts is "
+            + ("0" if max_restarts == 0 else "unset (0)")
+            + ": the first failure, a preemption or a node repair included, fails the JobSet for good and "
+            "hotswap has nothing to restart",
+            "set spec.failurePolicy.maxRestarts (e.g. 10); failurePolicy cannot be changed after creation",
+        )
+    if fp.get("restartStrategy") == "BlockingRecreate":
+        opted_in = hotswap_opted_in(js, ctx)
+        yield finding(
+            "blocking-recreate",
+            "spec.failurePolicy.restartStrategy",
+            "BlockingRecreate creates no new Job until every old pod is gone; pods stuck Terminating on a "
+            "dead node block the restart until the node is repaired"
+            + (
+                ". The hotswap controller clears them for opted-in JobSets."
+                if opted_in
+                else ", and this JobSet has not opted in to the hotswap controller that clears them"
+            ),
+            ""
+            if opted_in
+            else f"add the label `{_yaml_label(*ctx.hotswap_label)}` or use restartStrategy Recreate",
+            severity="info" if opted_in else "warning",
+        )
+    missing_pod_policy = [rj for rj in js.replicated_jobs if not _disruption_fails_job(rj)]
+    for rj in missing_pod_policy:
+        yield finding(
+            "preemption-burns-restarts",
+            f"{rj.job_path}.podFailurePolicy",
+            f"replicatedJob {rj.name!r} has no podFailurePolicy rule `{DISRUPTION_TARGET} -> FailJob`: a "
+            "preempted or evicted pod fails the Job like a crash, and each such restart uses up one of "
+            "maxRestarts",
+            "add podFailurePolicy.rules: [{action: FailJob, onPodConditions: [{type: DisruptionTarget, "
+            "status: 'True'}]}] (needs restartPolicy: Never)",
+        )
+    for rj in js.replicated_jobs:
+        if rj in missing_pod_policy:
+            continue
+        rule = _first_rule_for_pod_failure_policy(js, rj)
+        action = rule.get("action") if rule else None
+        if action in IGNORE_MAX_RESTARTS:
+            continue
+        why = (
+            f"the first failurePolicy rule matching it ({rule.get('name')!r}) does {action}"
+            if rule
+            else "no failurePolicy rule matches it, so JobSet does RestartJobSet, which counts"
+        )
+        yield finding(
+            "preemption-burns-restarts",
+            "spec.failurePolicy.rules",
+            f"a Job of {rj.name!r} failed by its pod failure policy (reason {POD_FAILURE_POLICY_REASON}): "
+            f"{why}",
+            "add a first rule {name: ..., action: RestartJobSetAndIgnoreMaxRestarts, onJobFailureReasons: "
+            f"[{POD_FAILURE_POLICY_REASON}]}}",
+        )
+        break
+    for rj in js.replicated_jobs:
+        if rj.job_spec.get("podFailurePolicy") is not None and rj.pod_spec.get("restartPolicy") != "Never":
+            current = rj.pod_spec.get("restartPolicy")
+            yield finding(
+                "pod-failure-policy-restart-policy",
+                f"{rj.pod_path}.restartPolicy",
+                f"a Job with podFailurePolicy needs pods with restartPolicy Never, this one is "
+                f"{current or 'unset (JobSet makes it OnFailure)'}: the API server rejects the Jobs",
+                "set restartPolicy: Never on the pod template",
+            )
+        shape = shapes.get(rj.index)
+        backoff = whole_number(rj.job_spec.get("backoffLimit", DEFAULT_BACKOFF_LIMIT))
+        if shape is not None and shape.multi_host and backoff != 0:
+            yield finding(
+                "backoff-limit",
+                f"{rj.job_path}.backoffLimit",
+                f"backoffLimit is {rj.job_spec.get('backoffLimit', f'unset ({DEFAULT_BACKOFF_LIMIT})')}: a "
+                f"failed worker of a {shape.topology} slice is restarted alone and cannot rejoin the running "
+                "program, which hangs instead of restarting",
+                "set backoffLimit: 0 so the Job fails and JobSet restarts the whole slice",
+            )
+
+
+def hotswap_rules(js: JobSetView, ctx: LintContext) -> Iterator[Finding]:
+    key, value = ctx.hotswap_label
+    if hotswap_opted_in(js, ctx):
+        return
+    current = js.labels.get(key)
+    yield finding(
+        "hotswap-opt-in",
+        label_path(key),
+        ("no " if current is None else f"{current!r} for ") + f"{key} label: the hotswap controller does not "
+        "recover, reschedule or make room for this JobSet",
+        f"add `{_yaml_label(key, value)}` to metadata.labels",
+    )
+
+
+# --- JobSet webhook ------------------------------------------------------------------------------
+
+
+def _dns1035(name: str) -> str | None:
+    if len(name) > 63:
+        return f"{name!r} is longer than 63 characters"
+    if not _DNS1035.match(name):
+        return f"{name!r} is not a DNS-1035 label (lowercase letters, digits, '-', starting with a letter)"
+    return None
+
+
+def webhook_rules(js: JobSetView, ctx: LintContext) -> Iterator[Finding]:
+    """The JobSet webhook's create-time checks that a schema cannot express."""
+    fix_names = "shorten the JobSet or replicatedJob name (generated names must be DNS-1035 labels)"
+    for rj in js.replicated_jobs:
+        last_job = max(rj.replicas - 1, 0)
+        job_name = f"{js.name}-{rj.name}-{last_job}"
+        if problem := _dns1035(job_name):
+            yield finding("jobset-webhook", f"{rj.path}.name", f"Job name {problem}", fix_names)
+        if rj.completions and rj.job_spec.get("completionMode", "Indexed") == "Indexed":
+            # The webhook adds a 5-character suffix like the one the Job controller appends.
+            pod_name = f"{job_name}-{rj.completions - 1}-abcde"
+            if problem := _dns1035(pod_name):
+                yield finding("jobset-webhook", f"{rj.path}.name", f"pod name {problem}", fix_names)
+        group = str(rj.raw.get("groupName", "default"))
+        if problem := _dns1035(group):
+            yield finding(
+                "jobset-webhook", f"{rj.path}.groupName", f"groupName {problem}", "use a DNS-1035 label"
+            )
+    first = js.replicated_jobs[0] if js.replicated_jobs else None
+    if first is not None and first.raw.get("dependsOn") is not None:
+        yield finding(
+            "jobset-webhook",
+            f"{first.path}.dependsOn",
+            "dependsOn cannot be set on the first replicatedJob",
+            "move the dependency to a later replicatedJob",
+        )
+    names = {rj.name for rj in js.replicated_jobs}
+    seen: set[str] = set()
+    for index, raw in enumerate(as_list(js.failure_policy.get("rules"))):
+        rule = as_dict(raw)
+        path = f"spec.failurePolicy.rules[{index}]"
+        name = rule.get("name")
+        if isinstance(name, str) and name:
+            if len(name) > 128 or not _RULE_NAME.match(name):
+                yield finding(
+                    "jobset-webhook",
+                    f"{path}.name",
+                    f"failure policy rule name {name!r} is invalid: it must start with a letter and contain "
+                    "only letters, digits, '_', ',' and ':' (at most 128)",
+                    f"rename it, e.g. {re.sub(r'[^A-Za-z0-9_]', '', name.title()) or 'Rule'!r}",
+                )
+            elif name in seen:
+                yield finding(
+                    "jobset-webhook", f"{path}.name", f"rule name {name!r} is used twice", "rename it"
+                )
+            seen.add(name)
+        for reason in as_list(rule.get("onJobFailureReasons")):
+            if reason not in JOB_FAILURE_REASONS:
+                yield finding(
+                    "jobset-webhook",
+                    f"{path}.onJobFailureReasons",
+                    f"{reason!r} is not a Job failure reason",
+                    f"use one of {', '.join(JOB_FAILURE_REASONS)}",
+                )
+        for target in as_list(rule.get("targetReplicatedJobs")):
+            if target not in names:
+                yield finding(
+                    "jobset-webhook",
+                    f"{path}.targetReplicatedJobs",
+                    f"no replicatedJob {target!r}",
+                    f"use one of {', '.join(sorted(names))}",
+                )
+
+
+# --- pods ----------------------------------------------------------------------------------------
+
+
+def pod_rules(js: JobSetView, ctx: LintContext) -> Iterator[Finding]:
+    for rj in js.replicated_jobs:
+        if (
+            rj.pod_spec.get("hostNetwork") is True
+            and rj.pod_spec.get("dnsPolicy") != "ClusterFirstWithHostNet"
+        ):
+            yield finding(
+                "host-network-dns",
+                f"{rj.pod_path}.dnsPolicy",
+                "hostNetwork pods use the node's DNS unless dnsPolicy is ClusterFirstWithHostNet: workers "
+                "cannot resolve the JobSet's headless service to find the coordinator",
+                "set dnsPolicy: ClusterFirstWithHostNet",
+            )
+        for c in [*rj.containers(), *rj.containers(init=True)]:
+            image = c.spec.get("image")
+            if not isinstance(image, str) or not _IMAGE.match(image):
+                yield finding(
+                    "container-image",
+                    f"{c.path}.image",
+                    f"container {c.spec.get('name')!r} image {image!r} is not a valid image reference: the "
+                    "pods fail with InvalidImageName",
+                    "use a full reference, e.g. us-docker.pkg.dev/<project>/<repo>/<image>:<tag>",
+                )
+            values: list[tuple[str, object]] = [
+                (f"{c.path}.{key}[{i}]", v)
+                for key in ("command", "args")
+                for i, v in enumerate(as_list(c.spec.get(key)))
+            ]
+            values += [
+                (f"{c.path}.env[{i}].value", as_dict(e).get("value"))
+                for i, e in enumerate(as_list(c.spec.get("env")))
+            ]
+            for path, value in values:
+                if isinstance(value, str) and _PLACEHOLDER.search(value):
+                    yield finding(
+                        "placeholder-value",
+                        path,
+                        f"{value!r} still holds a placeholder",
+                        "replace the <...> part with the real value",
+                    )
+
+
+ShapeRule = Callable[[JobSetView, LintContext, dict[int, SliceShape]], Iterator[Finding]]
+PlainRule = Callable[[JobSetView, LintContext], Iterator[Finding]]
+
+PLAIN_RULES: tuple[PlainRule, ...] = (
+    webhook_rules,
+    queue_rules,
+    template_label_rules,
+    priority_rules,
+    covered_resource_rules,
+    hotswap_rules,
+    pod_rules,
+)
+# These need each replicatedJob's slice shape, which ``tpu_rules`` resolves first.
+SHAPE_RULES: tuple[ShapeRule, ...] = (capacity_rules, exclusive_placement_rules, failure_policy_rules)
+
+
+def run_rules(js: JobSetView, ctx: LintContext) -> list[Finding]:
+    """Every rule, in a fixed order."""
+    shapes: dict[int, SliceShape] = {}
+    found = list(tpu_rules(js, ctx, shapes))
+    for rule in SHAPE_RULES:
+        found += rule(js, ctx, shapes)
+    for plain in PLAIN_RULES:
+        found += plain(js, ctx)
+    return found
