@@ -6,11 +6,14 @@ from dataclasses import dataclass
 from itertools import groupby
 
 import pulumi
+import pulumi_kubernetes as k8s
 
-from tpu_platform.config import PlatformConfig
+from tpu_platform.config import ImageBuildConfig, PlatformConfig
 from tpu_platform.slices import SliceSpec, expand_slices
 
 from .gke_cluster import GkeCluster, GkeClusterArgs
+from .hotswap_controller import HotswapController, HotswapControllerArgs
+from .hotswap_image import HotswapImage, HotswapImageArgs
 from .kueue_install import KueueInstall, KueueInstallArgs
 from .kueue_queues import KueueQueues, KueueQueuesArgs
 from .priorities import Priorities, PrioritiesArgs
@@ -82,9 +85,38 @@ class TpuPlatform(pulumi.ComponentResource):
             KueueQueuesArgs(config=cfg, provider=provider, kueue_ready=self.kueue.ready),
             opts=child,
         )
+        self.hotswap: HotswapController | None = None
+        if cfg.hotswap.enabled:
+            self.hotswap = self._hotswap(name, cfg, provider, [*system_pool, *self.kueue.ready], child)
         self.register_outputs(
             {
                 "clusterName": self.cluster.name,
                 "slicePools": [spec.pool_name for spec in self.slices],
             }
+        )
+
+    def _hotswap(
+        self,
+        name: str,
+        cfg: PlatformConfig,
+        provider: k8s.Provider,
+        ready: list[pulumi.Resource],
+        child: pulumi.ResourceOptions,
+    ) -> HotswapController:
+        """The controller, with the stack's image or one built from this repository."""
+        image: pulumi.Input[str]
+        if cfg.hotswap.image is not None:
+            image = cfg.hotswap.image
+        else:
+            image = HotswapImage(
+                f"{name}-hotswap",
+                HotswapImageArgs(
+                    project=cfg.project, region=cfg.region, build=cfg.hotswap.build or ImageBuildConfig()
+                ),
+                opts=child,
+            ).ref
+        return HotswapController(
+            f"{name}-hotswap",
+            HotswapControllerArgs(config=cfg.hotswap, image=image, provider=provider, depends_on=ready),
+            opts=child,
         )

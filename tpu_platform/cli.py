@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import sys
 from collections.abc import Sequence
@@ -10,7 +11,7 @@ from pathlib import Path
 
 from .config import StackConfigError
 from .plan import dump_plan, list_stacks, load_stack_config, parse_stack_config, plan_document, render
-from .plan.stacks import PLANS_DIR, STACKS_DIR, stack_file
+from .plan.stacks import PLANS_DIR, REPO_ROOT, STACKS_DIR, stack_file
 from .summary import summarize
 
 
@@ -21,7 +22,8 @@ def render_plan(stack: str, stacks_dir: Path = STACKS_DIR) -> tuple[str, str]:
     config = load_stack_config(stack_file(stack, stacks_dir))
     cfg = parse_stack_config(config)
     summary = summarize(cfg)
-    rendering = render(stack_program, config, stack=stack)
+    with contextlib.chdir(REPO_ROOT):  # Pulumi runs a program from its project folder
+        rendering = render(stack_program, config, stack=stack)
     return dump_plan(plan_document(stack, rendering, summary.as_dict())), summary.as_text()
 
 

@@ -2,6 +2,7 @@
 
 from .base import StackConfigError, StackModel
 from .cluster import ClusterConfig, SystemPoolConfig
+from .hotswap import HotswapConfig, ImageBuildConfig
 from .platform import PlatformConfig, parse_platform, read_stack
 from .pools import CapacityConfig, SlicePoolConfig
 from .queues import CohortConfig, KueueConfig, PriorityConfig, QuotaConfig, TeamConfig
@@ -10,6 +11,8 @@ __all__ = [
     "CapacityConfig",
     "ClusterConfig",
     "CohortConfig",
+    "HotswapConfig",
+    "ImageBuildConfig",
     "KueueConfig",
     "PlatformConfig",
     "PriorityConfig",

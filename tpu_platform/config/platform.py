@@ -16,6 +16,7 @@ from pydantic import Field, ValidationError
 from .. import catalog
 from .base import GCP_KEYS, StackConfigError, StackModel, explain, format_path
 from .cluster import ClusterConfig
+from .hotswap import HOTSWAP_CHECKS, HotswapConfig
 from .pools import LABEL_VALUE_RE, SlicePoolConfig
 from .queues import DEFAULT_PRIORITIES, QUEUE_CHECKS, CohortConfig, KueueConfig, PriorityConfig, TeamConfig
 
@@ -37,6 +38,7 @@ class PlatformConfig(StackModel):
     kueue: KueueConfig = KueueConfig()
     cohorts: list[CohortConfig] = Field(default_factory=list)
     teams: list[TeamConfig] = Field(default_factory=list)
+    hotswap: HotswapConfig = HotswapConfig()
 
     @property
     def cluster_location(self) -> str:
@@ -208,7 +210,13 @@ def _check_capacity(pool: SlicePoolConfig, here: Loc, problems: Problems) -> Non
         )
 
 
-CROSS_CHECKS: list[CrossCheck] = [_check_locations, _check_cluster, _check_pools, *QUEUE_CHECKS]
+CROSS_CHECKS: list[CrossCheck] = [
+    _check_locations,
+    _check_cluster,
+    _check_pools,
+    *QUEUE_CHECKS,
+    *HOTSWAP_CHECKS,
+]
 
 
 def parse_platform(raw: Mapping[str, Any]) -> PlatformConfig:

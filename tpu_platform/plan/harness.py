@@ -8,6 +8,7 @@ so the result can be committed and diffed.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -76,6 +77,9 @@ class PlatformMocks(pulumi.runtime.Mocks):
         elif args.typ == "gcp:serviceaccount/account:Account":
             project = state.get("project", "project")
             state["email"] = f"{state.get('accountId')}@{project}.iam.gserviceaccount.com"
+        elif args.typ == "docker-build:index:Image":
+            tag = str((state.get("tags") or ["image"])[0])
+            state["ref"] = f"{tag}@sha256:{hashlib.sha256(tag.encode()).hexdigest()}"
         return f"{args.name}-id", state
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict, list[tuple[str, str]] | None]:
@@ -86,6 +90,8 @@ class PlatformMocks(pulumi.runtime.Mocks):
                 "endpoint": "203.0.113.20",
                 "masterAuths": [{"clusterCaCertificate": FAKE_CA}],
             }, []
+        if args.token == "gcp:organizations/getClientConfig:getClientConfig":
+            return {"accessToken": "offline-token", "project": "project", "id": "client"}, []
         raise NotImplementedError(f"no offline stand-in for the function {args.token}")
 
 
@@ -107,7 +113,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
                     name=request.name,
                     custom=bool(request.custom),
                     parent=request.parent or None,
-                    provider=request.provider.split("::")[-1] or None if request.provider else None,
+                    provider=urn_label(request.provider.rsplit("::", 1)[0]) if request.provider else None,
                     dependencies=tuple(sorted(request.dependencies)),
                     inputs=plain(_keep_secrets(request.object, inputs)),
                 )

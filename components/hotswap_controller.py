@@ -1,0 +1,222 @@
+"""``HotswapController``: the bundled controller as a least-privilege, hardened Deployment.
+
+Creates its namespace, service account, RBAC (the table in the controller's ``deploy``
+module: nothing on secrets, nothing cluster-wide beyond what it reads and patches), a
+ConfigMap of settings from the stack, a Deployment with probes and a locked-down security
+context, a PodDisruptionBudget, a metrics Service and a PodMonitoring for Managed Prometheus.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from hotswap import deploy
+from tpu_platform.config import HotswapConfig
+
+from .kube_object import KubeObject
+
+APP_NAME = "hotswap-controller"
+LABELS = {"app.kubernetes.io/name": APP_NAME, "app.kubernetes.io/part-of": "tpu-platform"}
+
+
+@dataclass(frozen=True)
+class HotswapControllerArgs:
+    """The ``hotswap`` stack section, the image to run, and the cluster's provider."""
+
+    config: HotswapConfig
+    image: pulumi.Input[str]
+    provider: k8s.Provider
+    depends_on: Sequence[pulumi.Resource] = field(default_factory=tuple)
+
+
+def pod_spec(cfg: HotswapConfig, image: Any, config_map: Any) -> dict[str, Any]:
+    """The controller pod: non-root, read-only root, no privilege, probes, resources."""
+    env: list[dict[str, Any]] = [
+        {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
+        for name, path in deploy.DOWNWARD_API_ENV
+    ]
+    env.append({"name": deploy.CONFIG_ENV, "value": deploy.CONFIG_PATH})
+    probe_port = "health"
+    return {
+        "serviceAccountName": APP_NAME,
+        "automountServiceAccountToken": True,
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": deploy.RUN_AS_USER,
+            "runAsGroup": deploy.RUN_AS_USER,
+            "fsGroup": deploy.RUN_AS_USER,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "affinity": {
+            "podAntiAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "weight": 100,
+                        "podAffinityTerm": {
+                            "labelSelector": {"matchLabels": {"app.kubernetes.io/name": APP_NAME}},
+                            "topologyKey": "kubernetes.io/hostname",
+                        },
+                    }
+                ]
+            }
+        },
+        "containers": [
+            {
+                "name": "controller",
+                "image": image,
+                "args": list(deploy.CONTAINER_ARGS),
+                "env": env,
+                "ports": [
+                    {"name": "metrics", "containerPort": deploy.METRICS_PORT},
+                    {"name": "health", "containerPort": deploy.HEALTH_PORT},
+                ],
+                "livenessProbe": {
+                    "httpGet": {"path": deploy.LIVENESS_PATH, "port": probe_port},
+                    "periodSeconds": 10,
+                    "failureThreshold": 3,
+                },
+                "readinessProbe": {
+                    "httpGet": {"path": deploy.READINESS_PATH, "port": probe_port},
+                    "periodSeconds": 5,
+                },
+                "resources": {
+                    "requests": {"cpu": cfg.resources.cpu_request, "memory": cfg.resources.memory_request},
+                    "limits": {"memory": cfg.resources.memory_limit},
+                },
+                "securityContext": dict(deploy.SECURITY_CONTEXT),
+                "volumeMounts": [
+                    {"name": "config", "mountPath": deploy.CONFIG_DIR, "readOnly": True},
+                    {"name": "tmp", "mountPath": "/tmp"},
+                ],
+            }
+        ],
+        "volumes": [
+            {"name": "config", "configMap": {"name": config_map}},
+            {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}},
+        ],
+    }
+
+
+class HotswapController(pulumi.ComponentResource):
+    """Everything the controller needs in the cluster, all through the explicit provider."""
+
+    namespace: pulumi.Output[str]
+    deployment: k8s.apps.v1.Deployment
+
+    def __init__(
+        self, name: str, args: HotswapControllerArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("tpu-platform:hotswap:Controller", name, None, opts)
+        cfg = args.config
+        ns_name = cfg.namespace
+        k8s_opts = pulumi.ResourceOptions(
+            parent=self, provider=args.provider, depends_on=list(args.depends_on)
+        )
+        meta = {"namespace": ns_name, "labels": LABELS}
+
+        namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            metadata={
+                "name": ns_name,
+                "labels": {**LABELS, "pod-security.kubernetes.io/enforce": "restricted"},
+            },
+            opts=k8s_opts,
+        )
+        in_ns = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[namespace])
+        account = k8s.core.v1.ServiceAccount(f"{name}-sa", metadata={"name": APP_NAME, **meta}, opts=in_ns)
+        cluster_role = k8s.rbac.v1.ClusterRole(
+            f"{name}-clusterrole",
+            metadata={"name": f"tpu-platform:{APP_NAME}", "labels": LABELS},
+            rules=deploy.cluster_role_rules(),
+            opts=k8s_opts,
+        )
+        subject = [{"kind": "ServiceAccount", "name": APP_NAME, "namespace": ns_name}]
+        k8s.rbac.v1.ClusterRoleBinding(
+            f"{name}-clusterrolebinding",
+            metadata={"name": f"tpu-platform:{APP_NAME}", "labels": LABELS},
+            role_ref={
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": cluster_role.metadata.name,
+            },
+            subjects=subject,
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[account]),
+        )
+        role = k8s.rbac.v1.Role(
+            f"{name}-role",
+            metadata={"name": f"{APP_NAME}-leader-election", **meta},
+            rules=deploy.role_rules(),
+            opts=in_ns,
+        )
+        k8s.rbac.v1.RoleBinding(
+            f"{name}-rolebinding",
+            metadata={"name": f"{APP_NAME}-leader-election", **meta},
+            role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role.metadata.name},
+            subjects=subject,
+            opts=in_ns,
+        )
+        config_text = deploy.config_yaml(cfg.controller_settings(), cfg.runtime())
+        config_map = k8s.core.v1.ConfigMap(
+            f"{name}-config",
+            metadata={"name": f"{APP_NAME}-config", **meta},
+            data={deploy.CONFIG_FILE: config_text},
+            opts=in_ns,
+        )
+        config_hash = hashlib.sha256(config_text.encode()).hexdigest()[:16]
+        self.deployment = k8s.apps.v1.Deployment(
+            f"{name}-deployment",
+            metadata={"name": APP_NAME, **meta},
+            spec={
+                "replicas": cfg.replicas,
+                "selector": {"matchLabels": {"app.kubernetes.io/name": APP_NAME}},
+                "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}},
+                "template": {
+                    "metadata": {
+                        "labels": LABELS,
+                        "annotations": {"tpu-platform.dev/config-sha256": config_hash},
+                    },
+                    "spec": pod_spec(cfg, args.image, config_map.metadata.name),
+                },
+            },
+            opts=pulumi.ResourceOptions(
+                parent=self, provider=args.provider, depends_on=[account, config_map]
+            ),
+        )
+        if cfg.replicas > 1:
+            k8s.policy.v1.PodDisruptionBudget(
+                f"{name}-pdb",
+                metadata={"name": APP_NAME, **meta},
+                spec={"minAvailable": 1, "selector": {"matchLabels": {"app.kubernetes.io/name": APP_NAME}}},
+                opts=in_ns,
+            )
+        service = k8s.core.v1.Service(
+            f"{name}-metrics",
+            metadata={"name": f"{APP_NAME}-metrics", **meta},
+            spec={
+                "selector": {"app.kubernetes.io/name": APP_NAME},
+                "ports": [{"name": "metrics", "port": deploy.METRICS_PORT, "targetPort": "metrics"}],
+            },
+            opts=in_ns,
+        )
+        if cfg.pod_monitoring:
+            KubeObject(
+                f"{name}-podmonitoring",
+                {
+                    "apiVersion": "monitoring.googleapis.com/v1",
+                    "kind": "PodMonitoring",
+                    "metadata": {"name": APP_NAME, **meta},
+                    "spec": {
+                        "selector": {"matchLabels": {"app.kubernetes.io/name": APP_NAME}},
+                        "endpoints": [{"port": "metrics", "path": deploy.METRICS_PATH, "interval": "30s"}],
+                    },
+                },
+                opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[service]),
+            )
+        self.namespace = namespace.metadata.name
+        self.register_outputs({"namespace": self.namespace, "deployment": self.deployment.metadata.name})
