@@ -1,0 +1,74 @@
+"""The small client interface the adapter uses, and the resources it watches.
+
+Bodies are plain JSON-ready dicts so a fake can assert on exactly what would go over the wire.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+JSON = dict[str, Any]
+
+JOBSET_GROUP = "jobset.x-k8s.io"
+JOBSET_VERSION = "v1alpha2"
+
+
+class ApiError(Exception):
+    """An API call failed; ``status`` is the HTTP status (0 if no response)."""
+
+    def __init__(self, status: int, reason: str = "", body: str = "") -> None:
+        self.status = status
+        self.reason = reason
+        self.body = body
+        super().__init__(f"{status} {reason}".strip())
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """A cluster-wide collection to list and watch."""
+
+    name: str
+    """``nodes``, ``pods`` or ``jobsets``."""
+    label_selector: str = ""
+
+
+class KubeApi(Protocol):
+    def list_objects(self, resource: Resource) -> tuple[list[JSON], str]:
+        """All objects and the list's resourceVersion."""
+        ...
+
+    def watch_objects(
+        self, resource: Resource, resource_version: str, timeout_seconds: int
+    ) -> Iterator[JSON]:
+        """Raw watch events ``{"type": ..., "object": {...}}`` from ``resource_version`` on."""
+        ...
+
+    def patch_node(self, name: str, patch: list[JSON]) -> None:
+        """JSON Patch (RFC 6902) on a Node."""
+        ...
+
+    def patch_jobset(self, namespace: str, name: str, patch: JSON) -> None:
+        """JSON merge patch on a JobSet."""
+        ...
+
+    def evict_pod(self, namespace: str, name: str, body: JSON) -> None:
+        """POST a policy/v1 Eviction."""
+        ...
+
+    def delete_pod(self, namespace: str, name: str, *, grace_period_seconds: int, uid: str) -> None:
+        """DELETE a pod with a grace period and a UID precondition."""
+        ...
+
+    def create_event(self, namespace: str, body: JSON) -> None: ...
+
+    def get_lease(self, namespace: str, name: str) -> JSON | None:
+        """The Lease, or None if it does not exist."""
+        ...
+
+    def create_lease(self, namespace: str, body: JSON) -> JSON: ...
+
+    def replace_lease(self, namespace: str, name: str, body: JSON) -> JSON:
+        """PUT with the body's resourceVersion: 409 if someone else updated it first."""
+        ...

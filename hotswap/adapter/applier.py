@@ -1,0 +1,267 @@
+"""Core actions -> API calls, each idempotent and as narrow as possible.
+
+- Node patches are JSON Patches guarded by the cached resourceVersion: one taint is added or removed
+  by index, annotations one key at a time; nothing else on the node is rewritten.
+- JobSet annotations are a merge patch carrying the UID, so a recreated namesake is never touched.
+- Evictions go through policy/v1 Eviction with a UID precondition (PDBs apply; the pod gets the
+  DisruptionTarget condition a failure policy can map to RestartJobSetAndIgnoreMaxRestarts).
+- Force deletion is DELETE with gracePeriodSeconds=0 and a UID precondition.
+
+If tainting a pool fails, its fail-fast evictions are skipped this round (restarted pods could land
+on the broken slice); if recording a preemption fails, its evictions are skipped (the record is what
+keeps the next reconcile from choosing another victim); if an eviction fails, the force delete of the
+same pod is skipped (force delete must not bypass a PDB refusal).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+
+from hotswap.adapter.api import JOBSET_GROUP, JOBSET_VERSION, JSON, ApiError, KubeApi
+from hotswap.core.actions import (
+    Action,
+    AnnotateJobSet,
+    EmitEvent,
+    EvictionCause,
+    EvictPod,
+    ForceDeletePod,
+    PatchNode,
+)
+from hotswap.core.model import Node, Snapshot
+
+CONTROLLER_NAME = "tpu-platform.dev/hotswap"
+log = logging.getLogger("hotswap.apply")
+
+
+class Outcome(StrEnum):
+    APPLIED = "applied"
+    GONE = "gone"
+    """404: the object no longer exists; nothing left to do."""
+    CONFLICT = "conflict"
+    """409/422: the object changed (UID or resourceVersion); the next reconcile retries."""
+    BLOCKED = "blocked"
+    """429 on eviction: a PodDisruptionBudget refused it."""
+    SKIPPED = "skipped"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class ApplyResult:
+    action: Action
+    outcome: Outcome
+    detail: str = ""
+
+
+def micro_time(t: float) -> str:
+    """RFC 3339 with microseconds, as MicroTime fields (Event.eventTime, Lease times) require."""
+    return datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _pointer(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def node_patch(node: Node, action: PatchNode) -> list[JSON]:
+    """JSON Patch for one PatchNode against the node as cached."""
+    ops: list[JSON] = []
+    if node.resource_version:
+        ops.append({"op": "test", "path": "/metadata/resourceVersion", "value": node.resource_version})
+    removed = [i for i, t in enumerate(node.taints) if t.key in action.remove_taints]
+    for i in reversed(removed):
+        ops.append({"op": "test", "path": f"/spec/taints/{i}/key", "value": node.taints[i].key})
+        ops.append({"op": "remove", "path": f"/spec/taints/{i}"})
+    present = {(t.key, t.effect) for t in node.taints if t.key not in action.remove_taints}
+    adds = []
+    for t in action.add_taints:
+        if (t.key, t.effect) in present:
+            continue
+        body: JSON = {"key": t.key, "effect": t.effect}
+        if t.value:
+            body["value"] = t.value
+        adds.append(body)
+    if adds:
+        if node.taints:
+            ops.extend({"op": "add", "path": "/spec/taints/-", "value": body} for body in adds)
+        else:
+            ops.append({"op": "add", "path": "/spec/taints", "value": adds})
+    if action.set_annotations and not node.annotations:
+        ops.append({"op": "add", "path": "/metadata/annotations", "value": dict(action.set_annotations)})
+    else:
+        for key, value in action.set_annotations:
+            ops.append({"op": "add", "path": f"/metadata/annotations/{_pointer(key)}", "value": value})
+    for key in action.remove_annotations:
+        if key in node.annotations:
+            ops.append({"op": "remove", "path": f"/metadata/annotations/{_pointer(key)}"})
+    return ops
+
+
+def jobset_patch(action: AnnotateJobSet) -> JSON:
+    return {"metadata": {"uid": action.uid, "annotations": dict(action.annotations)}}
+
+
+def eviction_body(action: EvictPod) -> JSON:
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": action.name, "namespace": action.namespace},
+        "deleteOptions": {"preconditions": {"uid": action.uid}},
+    }
+
+
+_API_VERSIONS = {"Node": "v1", "Pod": "v1", "JobSet": f"{JOBSET_GROUP}/{JOBSET_VERSION}"}
+
+
+def event_body(action: EmitEvent, *, identity: str, now: float, node_namespace: str) -> tuple[str, JSON]:
+    """(namespace, events.k8s.io/v1 Event) for an EmitEvent."""
+    namespace = action.namespace or node_namespace
+    regarding: JSON = {
+        "apiVersion": _API_VERSIONS.get(action.kind, "v1"),
+        "kind": action.kind,
+        "name": action.name,
+    }
+    if action.namespace:
+        regarding["namespace"] = action.namespace
+    if action.uid:
+        regarding["uid"] = action.uid
+    body: JSON = {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"generateName": f"{action.name[:200]}.", "namespace": namespace},
+        "eventTime": micro_time(now),
+        "reportingController": CONTROLLER_NAME,
+        "reportingInstance": identity,
+        "action": action.action or action.reason,
+        "reason": action.reason,
+        "note": action.message[:1024],
+        "type": action.type,
+        "regarding": regarding,
+    }
+    return namespace, body
+
+
+def _outcome(err: ApiError, *, eviction: bool = False) -> Outcome:
+    if err.status == 404:
+        return Outcome.GONE
+    if err.status in (409, 422):
+        return Outcome.CONFLICT
+    if eviction and err.status == 429:
+        return Outcome.BLOCKED
+    return Outcome.FAILED
+
+
+class Applier:
+    def __init__(
+        self,
+        api: KubeApi,
+        *,
+        identity: str,
+        node_event_namespace: str = "default",
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.api = api
+        self.identity = identity
+        self.node_event_namespace = node_event_namespace
+        self.clock = clock
+
+    def apply(self, actions: Sequence[Action], snapshot: Snapshot) -> list[ApplyResult]:
+        """Apply in order; failures are logged, returned and retried by the next reconcile."""
+        nodes = {n.name: n for n in snapshot.nodes}
+        untainted_pools: set[str] = set()
+        unrecorded: set[str] = set()
+        failed_evictions: set[str] = set()
+        results: list[ApplyResult] = []
+        for action in actions:
+            result = self._apply_one(action, nodes, untainted_pools, unrecorded, failed_evictions)
+            results.append(result)
+            ok = result.outcome in (Outcome.APPLIED, Outcome.GONE)
+            if not ok:
+                match action:
+                    case PatchNode() if action.add_taints:
+                        untainted_pools.add(action.pool)
+                    case AnnotateJobSet():
+                        unrecorded.add(action.key)
+                    case EvictPod():
+                        failed_evictions.add(action.key)
+            level = logging.INFO if ok else logging.WARNING
+            log.log(
+                level,
+                "action",
+                extra={
+                    "fields": {
+                        "action": type(action).__name__,
+                        **_describe(action),
+                        "outcome": result.outcome,
+                        "detail": result.detail,
+                    }
+                },
+            )
+        return results
+
+    def _apply_one(
+        self,
+        action: Action,
+        nodes: dict[str, Node],
+        untainted_pools: set[str],
+        unrecorded: set[str],
+        failed_evictions: set[str],
+    ) -> ApplyResult:
+        try:
+            match action:
+                case PatchNode():
+                    node = nodes.get(action.node)
+                    if node is None:
+                        return ApplyResult(action, Outcome.SKIPPED, "node not in snapshot")
+                    ops = node_patch(node, action)
+                    if len(ops) <= 1:
+                        return ApplyResult(action, Outcome.SKIPPED, "nothing to change")
+                    self.api.patch_node(action.node, ops)
+                case AnnotateJobSet():
+                    self.api.patch_jobset(action.namespace, action.name, jobset_patch(action))
+                case EvictPod():
+                    if action.cause is EvictionCause.FAIL_FAST and action.pool in untainted_pools:
+                        return ApplyResult(
+                            action, Outcome.SKIPPED, f"pool {action.pool} could not be tainted"
+                        )
+                    if action.cause is EvictionCause.PREEMPTION and action.jobset in unrecorded:
+                        return ApplyResult(action, Outcome.SKIPPED, "preemption record not written")
+                    self.api.evict_pod(action.namespace, action.name, eviction_body(action))
+                case ForceDeletePod():
+                    if action.key in failed_evictions:
+                        return ApplyResult(action, Outcome.SKIPPED, "eviction of this pod failed")
+                    self.api.delete_pod(action.namespace, action.name, grace_period_seconds=0, uid=action.uid)
+                case EmitEvent():
+                    namespace, body = event_body(
+                        action,
+                        identity=self.identity,
+                        now=self.clock(),
+                        node_namespace=self.node_event_namespace,
+                    )
+                    self.api.create_event(namespace, body)
+        except ApiError as err:
+            return ApplyResult(action, _outcome(err, eviction=isinstance(action, EvictPod)), str(err))
+        return ApplyResult(action, Outcome.APPLIED)
+
+
+def _describe(action: Action) -> dict[str, str]:
+    match action:
+        case PatchNode():
+            return {"node": action.node, "pool": action.pool, "reason": action.reason}
+        case AnnotateJobSet():
+            return {"jobset": action.key, "reason": action.reason}
+        case EvictPod():
+            return {
+                "pod": action.key,
+                "cause": str(action.cause),
+                "pool": action.pool or "",
+                "reason": action.reason,
+            }
+        case ForceDeletePod():
+            return {"pod": action.key, "node": action.node, "reason": action.reason}
+        case EmitEvent():
+            return {"object": f"{action.kind} {action.namespace}/{action.name}", "reason": action.reason}
+    return {}

@@ -1,0 +1,218 @@
+"""The control loop: caches -> snapshot -> decide -> (leader, not dry-run) apply. Handlers stay thin."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from hotswap.adapter.api import KubeApi, Resource
+from hotswap.adapter.applier import Applier, ApplyResult, Outcome
+from hotswap.adapter.cache import WatchCache
+from hotswap.adapter.config import Config
+from hotswap.adapter.convert import (
+    NodeRecord,
+    jobset_from_api,
+    node_from_api,
+    pod_from_api,
+    pools_from_nodes,
+    with_pods,
+)
+from hotswap.adapter.expectations import Expectations
+from hotswap.adapter.leader import LeaderElector
+from hotswap.adapter.metrics import Metrics
+from hotswap.core.actions import Action, EvictionCause, EvictPod, ForceDeletePod
+from hotswap.core.model import JobSet, Pod, Snapshot
+from hotswap.core.reconcile import Decision, decide
+
+log = logging.getLogger("hotswap.controller")
+
+
+class Controller:
+    def __init__(
+        self,
+        api: KubeApi,
+        config: Config,
+        *,
+        identity: str,
+        metrics: Metrics | None = None,
+        leader: LeaderElector | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        rt = config.runtime
+        self.config = config
+        self.metrics = metrics if metrics is not None else Metrics()
+        self.leader = leader
+        self.clock = clock
+        self.wake = threading.Event()
+        self.nodes: WatchCache[NodeRecord] = WatchCache(
+            api,
+            Resource("nodes", rt.node_label_selector),
+            node_from_api,
+            watch_timeout_seconds=rt.watch_timeout_seconds,
+            on_change=self.wake.set,
+        )
+        self.pods: WatchCache[Pod] = WatchCache(
+            api,
+            Resource("pods", rt.pod_label_selector),
+            pod_from_api,
+            watch_timeout_seconds=rt.watch_timeout_seconds,
+            on_change=self.wake.set,
+        )
+        self.jobsets: WatchCache[JobSet] = WatchCache(
+            api,
+            Resource("jobsets"),
+            jobset_from_api,
+            watch_timeout_seconds=rt.watch_timeout_seconds,
+            on_change=self.wake.set,
+        )
+        self.applier = Applier(
+            api, identity=identity, node_event_namespace=rt.node_event_namespace, clock=clock
+        )
+        self.expectations = Expectations(self.nodes, self.pods, self.jobsets)
+        self.last_loop = time.monotonic()
+        self._last_dry_run: tuple[Action, ...] = ()
+        self._was_held = False
+        self.metrics.dry_run.set(1 if rt.dry_run else 0)
+
+    @property
+    def caches(self) -> tuple[WatchCache[Any], ...]:
+        return (self.nodes, self.pods, self.jobsets)
+
+    @property
+    def synced(self) -> bool:
+        return all(c.synced for c in self.caches)
+
+    def alive(self) -> bool:
+        """The loop has come round recently (a hung loop gets the pod restarted)."""
+        limit = max(30.0, 5 * self.config.runtime.reconcile_interval_seconds)
+        return time.monotonic() - self.last_loop < limit
+
+    def snapshot(self, now: float) -> Snapshot:
+        records = self.nodes.values()
+        pods = self.pods.values()
+        by_jobset: dict[str, list[Pod]] = {}
+        for p in pods:
+            if p.jobset is not None:
+                by_jobset.setdefault(p.jobset, []).append(p)
+        jobsets = tuple(with_pods(js, by_jobset.get(js.key, ())) for js in self.jobsets.values())
+        return Snapshot(
+            now=now,
+            pools=pools_from_nodes(records),
+            nodes=tuple(r.node for r in records),
+            jobsets=jobsets,
+            pods=tuple(pods),
+        )
+
+    def is_leader(self) -> bool:
+        return self.leader is None or self.leader.is_leader()
+
+    def reconcile_once(self) -> Decision | None:
+        """One pass; None until every cache has listed and our last writes are visible in them."""
+        self.metrics.caches_synced.set(1 if self.synced else 0)
+        if not self.synced:
+            return None
+        waiting = self.expectations.pending(time.monotonic())
+        if waiting:
+            log.debug("waiting for own writes to be observed", extra={"fields": {"pending": waiting[:5]}})
+            return None
+        started = time.perf_counter()
+        snap = self.snapshot(self.clock())
+        decision = decide(snap, self.config.settings)
+        self.metrics.reconcile_duration.observe(time.perf_counter() - started)
+        self.metrics.unhealthy_pools.set(sum(1 for p in decision.pools if p.declared or p.declared_now))
+        self.metrics.held.set(1 if decision.held else 0)
+        if decision.held != self._was_held:
+            self._was_held = decision.held
+            log.warning(
+                "mass-outage guard", extra={"fields": {"held": decision.held, "notes": list(decision.notes)}}
+            )
+        leading = self.is_leader()
+        self.metrics.is_leader.set(1 if leading else 0)
+        if self.config.runtime.dry_run:
+            self._log_dry_run(decision)
+            self.metrics.reconciles.labels(result="dry-run").inc()
+        elif not leading:
+            for a in decision.actions:
+                self.metrics.actions.labels(kind=type(a).__name__, outcome="not-leader").inc()
+            self.metrics.reconciles.labels(result="standby").inc()
+        else:
+            results = self.applier.apply(decision.actions, snap) if decision.actions else []
+            self.expectations.expect(results, time.monotonic())
+            self._record(decision, results)
+            self.metrics.reconciles.labels(result="applied").inc()
+        return decision
+
+    def _log_dry_run(self, decision: Decision) -> None:
+        """Log what would be done, once per distinct plan (the same plan recurs every reconcile)."""
+        for a in decision.actions:
+            self.metrics.actions.labels(kind=type(a).__name__, outcome="dry-run").inc()
+        if decision.actions == self._last_dry_run:
+            return
+        self._last_dry_run = decision.actions
+        for a in decision.actions:
+            log.info(
+                "dry-run: would apply", extra={"fields": {"action": type(a).__name__, "detail": repr(a)}}
+            )
+        for note in decision.notes:
+            log.info("dry-run: note", extra={"fields": {"note": note}})
+
+    def _record(self, decision: Decision, results: list[ApplyResult]) -> None:
+        for r in results:
+            self.metrics.actions.labels(kind=type(r.action).__name__, outcome=str(r.outcome)).inc()
+            if r.outcome is not Outcome.APPLIED:
+                continue
+            if isinstance(r.action, EvictPod) and r.action.cause is EvictionCause.FAIL_FAST:
+                self.metrics.fail_fast_evictions.inc()
+            elif isinstance(r.action, ForceDeletePod):
+                self.metrics.force_deletions.inc()
+        for pool in decision.pools:
+            if pool.declared_now:
+                self.metrics.detections.inc()
+            if pool.recovered_now:
+                self.metrics.recoveries.inc()
+                if pool.unhealthy_since is not None:
+                    self.metrics.recovery_seconds.observe(decision.now - pool.unhealthy_since)
+        for p in decision.preemptions:
+            self.metrics.preemptions.inc()
+            self.metrics.preempted_slices.inc(len(p.pools))
+            log.info(
+                "preemption",
+                extra={
+                    "fields": {
+                        "beneficiary": p.beneficiary,
+                        "victims": list(p.victims),
+                        "pools": list(p.pools),
+                        "work_lost_chip_seconds": p.work_lost,
+                    }
+                },
+            )
+        for note in decision.notes:
+            log.debug("note", extra={"fields": {"note": note}})
+
+    def start_caches(self, stop: threading.Event) -> list[threading.Thread]:
+        threads = [
+            threading.Thread(target=c.run, args=(stop,), name=f"watch-{c.resource.name}", daemon=True)
+            for c in self.caches
+        ]
+        for t in threads:
+            t.start()
+        return threads
+
+    def run(self, stop: threading.Event) -> None:
+        """Reconcile on watch events (debounced) and at least every reconcile interval."""
+        rt = self.config.runtime
+        while not stop.is_set():
+            self.last_loop = time.monotonic()
+            self.wake.wait(rt.reconcile_interval_seconds)
+            if stop.is_set():
+                break
+            stop.wait(rt.min_reconcile_gap_seconds)
+            self.wake.clear()
+            try:
+                self.reconcile_once()
+            except Exception:
+                log.exception("reconcile failed")
+                self.metrics.reconciles.labels(result="error").inc()

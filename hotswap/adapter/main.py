@@ -1,0 +1,135 @@
+"""``python -m hotswap``: load the config, start probes, metrics, leader election, caches and the loop."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import socket
+import threading
+from collections.abc import Sequence
+from dataclasses import replace
+from types import FrameType
+
+from hotswap.adapter import jsonlog
+from hotswap.adapter.config import CONFIG_ENV, DEFAULT_CONFIG_PATH, Config, load_config
+from hotswap.core.settings import SettingsError
+
+log = logging.getLogger("hotswap")
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m hotswap", description="tpu-platform hotswap controller")
+    p.add_argument(
+        "--config",
+        default=None,
+        help=f"config file (default: ${CONFIG_ENV} or {DEFAULT_CONFIG_PATH}; missing default = defaults)",
+    )
+    p.add_argument("--dry-run", action="store_true", default=None, help="decide and log, apply nothing")
+    p.add_argument("--kubeconfig", default=None, help="kubeconfig when not running in a cluster")
+    p.add_argument(
+        "--identity", default=None, help="leader-election identity (default: $POD_NAME or hostname)"
+    )
+    p.add_argument("--lease-namespace", default=None, help="namespace of the leader-election Lease")
+    p.add_argument("--metrics-port", type=int, default=None)
+    p.add_argument("--health-port", type=int, default=None)
+    p.add_argument("--log-level", default=None, choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    p.add_argument("--check-config", action="store_true", help="validate the config, print it, and exit")
+    return p.parse_args(argv)
+
+
+def resolve_config(args: argparse.Namespace) -> Config:
+    """File (explicit path required to exist; the default path may be absent) plus flag overrides."""
+    explicit = args.config or os.environ.get(CONFIG_ENV)
+    cfg = load_config(explicit or DEFAULT_CONFIG_PATH, required=bool(explicit))
+    overrides = {
+        "dry_run": args.dry_run,
+        "lease_namespace": args.lease_namespace,
+        "metrics_port": args.metrics_port,
+        "health_port": args.health_port,
+        "log_level": args.log_level,
+    }
+    runtime = replace(cfg.runtime, **{key: v for key, v in overrides.items() if v is not None})
+    return Config(cfg.settings, runtime)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        cfg = resolve_config(args)
+    except SettingsError as err:
+        jsonlog.configure("ERROR")
+        log.error("invalid configuration", extra={"fields": {"field": err.field, "error": str(err)}})
+        return 2
+    jsonlog.configure(cfg.runtime.log_level)
+    if args.check_config:
+        import json
+
+        print(json.dumps({**cfg.settings.to_dict(), "runtime": cfg.runtime.to_dict()}, indent=2))
+        return 0
+    return run(
+        cfg,
+        identity=args.identity or os.environ.get("POD_NAME") or socket.gethostname(),
+        kubeconfig=args.kubeconfig,
+    )
+
+
+def run(cfg: Config, *, identity: str, kubeconfig: str | None) -> int:
+    from kubernetes.config.config_exception import ConfigException
+    from prometheus_client import start_http_server
+
+    from hotswap.adapter.controller import Controller
+    from hotswap.adapter.kube import KubernetesApi
+    from hotswap.adapter.leader import LeaderElector
+    from hotswap.adapter.metrics import Metrics
+    from hotswap.adapter.probes import ProbeServer
+
+    rt = cfg.runtime
+    try:
+        api = KubernetesApi.from_environment(kubeconfig)
+    except ConfigException as err:
+        log.error("no cluster to talk to", extra={"fields": {"error": str(err)}})
+        return 1
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        log.info("stopping", extra={"fields": {"signal": signum}})
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    metrics = Metrics()
+    leader = LeaderElector(
+        api,
+        namespace=rt.effective_lease_namespace(),
+        name=rt.lease_name,
+        identity=identity,
+        lease_duration=rt.lease_duration_seconds,
+        renew_deadline=rt.renew_deadline_seconds,
+        retry_period=rt.retry_period_seconds,
+        on_change=lambda leading: metrics.is_leader.set(1 if leading else 0),
+    )
+    controller = Controller(api, cfg, identity=identity, metrics=metrics, leader=leader)
+    start_http_server(rt.metrics_port, addr=rt.bind_address, registry=metrics.registry)
+    probes = ProbeServer(
+        rt.bind_address, rt.health_port, alive=controller.alive, ready=lambda: controller.synced
+    )
+    probes.start()
+    log.info(
+        "starting",
+        extra={
+            "fields": {
+                "identity": identity,
+                "dry_run": rt.dry_run,
+                "settings": cfg.settings.to_dict(),
+                "lease": f"{rt.effective_lease_namespace()}/{rt.lease_name}",
+            }
+        },
+    )
+    threading.Thread(target=leader.run, args=(stop,), name="leader", daemon=True).start()
+    controller.start_caches(stop)
+    controller.run(stop)
+    leader.release()
+    probes.stop()
+    return 0

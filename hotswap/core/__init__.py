@@ -1,0 +1,128 @@
+"""Pure decision core of the hotswap controller (no I/O, no Kubernetes imports).
+
+Public API
+----------
+Build an immutable :class:`Snapshot` of the cluster, call :func:`decide`, apply the returned actions.
+
+Snapshot (``hotswap.core.model``; times are float epoch seconds)
+    ``Snapshot(now, pools, nodes, jobsets=(), pods=())``
+    ``NodePool(name, topology, expected_nodes, accelerator="tpu-v6e-slice")`` - one pool = one slice
+    ``Node(name, pool, conditions=(), taints=(), labels={}, annotations={}, unschedulable=False,
+    created=0.0, uid="", resource_version="")``
+    ``Condition(type, status, last_transition, reason="")`` / ``Taint(key, effect="NoSchedule",
+    value="", time_added=None)``
+    ``JobSet(namespace, name, uid, priority, topology, slices=1, accelerator="tpu-v6e-slice",
+    labels={}, annotations={}, restart_strategy="Recreate", max_restarts=0, restarts=0,
+    disruption_ignores_max_restarts=False, suspended=False, finished=False, created=0.0,
+    running_since=None, last_checkpoint=None, checkpoint_interval=None)``
+    ``Pod(namespace, name, uid, jobset=None, job="", node=None, phase="Pending", priority=0,
+    deletion_timestamp=None, nominated_node=None, unschedulable_since=None, gated=False,
+    uses_accelerator=True, created=0.0, started=None)``
+
+Decision
+    ``decide(snapshot, settings=None) -> Decision`` with ``actions`` (ordered), ``pools``
+    (:class:`PoolStatus` per pool: ``name, state`` (Healthy/Suspect/Unhealthy/Recovering),
+    ``problems, bad_since, unhealthy_since, clean_since, recovers_at, flapping, declared_now,
+    recovered_now, history``), ``preemptions`` (:class:`Preemption`: ``beneficiary, priority, victims,
+    pools, slices_needed, work_lost``), ``held`` (mass-outage guard) and ``notes``.
+    ``reconcile(snapshot, settings=None) -> tuple[Action, ...]`` is the short form.
+    Deterministic, and idempotent: ``decide(apply_actions(s, decide(s).actions))`` has no actions.
+
+Actions (``hotswap.core.actions``)
+    ``PatchNode(node, pool, add_taints, remove_taints, set_annotations, remove_annotations, reason)``,
+    ``AnnotateJobSet(namespace, name, uid, annotations, reason)``,
+    ``EvictPod(namespace, name, uid, cause, node, pool, jobset, reason)`` (policy/v1 Eviction),
+    ``ForceDeletePod(namespace, name, uid, node, jobset, reason)`` (grace period 0),
+    ``EmitEvent(kind, namespace, name, uid, type, reason, message, action)``.
+
+Settings
+    :class:`Settings` (frozen; every threshold), :func:`settings_from_mapping`,
+    :func:`settings_from_yaml`, :func:`settings_from_json`, :func:`settings_schema`;
+    errors raise :class:`SettingsError` naming the field.
+
+Helpers
+    :func:`apply_actions` (reference semantics of actions on a snapshot), the ``builders`` module
+    (``make_pool``, ``make_pools``, ``make_nodes``, ``fail_node``, ``heal_node``, ``make_jobset``,
+    ``running_pods``, ``pending_pods``), :func:`is_managed`, :func:`is_preemptible`,
+    :func:`select_victims`, :func:`work_lost_seconds`.
+"""
+
+from hotswap.core import builders, constants
+from hotswap.core.actions import (
+    Action,
+    AnnotateJobSet,
+    EmitEvent,
+    EvictionCause,
+    EvictPod,
+    ForceDeletePod,
+    PatchNode,
+    action_sort_key,
+)
+from hotswap.core.apply import apply_actions
+from hotswap.core.health import PoolState, PoolStatus, Problem, node_dead_since
+from hotswap.core.model import (
+    Condition,
+    JobSet,
+    Node,
+    NodePool,
+    Pod,
+    Snapshot,
+    Taint,
+    is_managed,
+    is_preemptible,
+    topology_chips,
+)
+from hotswap.core.preemption import Candidate, Preemption, select_victims, work_lost_seconds
+from hotswap.core.reconcile import Decision, decide, reconcile
+from hotswap.core.settings import (
+    Settings,
+    SettingsError,
+    settings_from_json,
+    settings_from_mapping,
+    settings_from_yaml,
+    settings_schema,
+)
+from hotswap.core.timeutil import format_time, parse_time
+
+__all__ = [
+    "Action",
+    "AnnotateJobSet",
+    "Candidate",
+    "Condition",
+    "Decision",
+    "EmitEvent",
+    "EvictPod",
+    "EvictionCause",
+    "ForceDeletePod",
+    "JobSet",
+    "Node",
+    "NodePool",
+    "PatchNode",
+    "Pod",
+    "PoolState",
+    "PoolStatus",
+    "Preemption",
+    "Problem",
+    "Settings",
+    "SettingsError",
+    "Snapshot",
+    "Taint",
+    "action_sort_key",
+    "apply_actions",
+    "builders",
+    "constants",
+    "decide",
+    "format_time",
+    "is_managed",
+    "is_preemptible",
+    "node_dead_since",
+    "parse_time",
+    "reconcile",
+    "select_victims",
+    "settings_from_json",
+    "settings_from_mapping",
+    "settings_from_yaml",
+    "settings_schema",
+    "topology_chips",
+    "work_lost_seconds",
+]

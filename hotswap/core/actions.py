@@ -1,0 +1,120 @@
+"""What the core asks the world to do: plain frozen records with a stable order.
+
+The adapter turns them into API calls; a simulator applies them to its model (see
+:func:`hotswap.core.apply.apply_actions` for the reference semantics).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from hotswap.core.model import Taint
+
+
+class EvictionCause(StrEnum):
+    FAIL_FAST = "fail-fast"
+    """The pod sits on an unhealthy pool; evicting it makes JobSet restart now."""
+    PREEMPTION = "preemption"
+    """The pod belongs to a victim whose slices go to a higher-priority JobSet."""
+
+
+@dataclass(frozen=True, slots=True)
+class PatchNode:
+    """Add/remove taints and set/remove annotations on one node, touching nothing else."""
+
+    node: str
+    pool: str
+    add_taints: tuple[Taint, ...] = ()
+    remove_taints: tuple[str, ...] = ()
+    """Taint keys to remove."""
+    set_annotations: tuple[tuple[str, str], ...] = ()
+    remove_annotations: tuple[str, ...] = ()
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class AnnotateJobSet:
+    """Merge-patch annotations onto a JobSet (the victim's preemption record)."""
+
+    namespace: str
+    name: str
+    uid: str
+    annotations: tuple[tuple[str, str], ...]
+    reason: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class EvictPod:
+    """Evict through policy/v1 Eviction (honours PDBs; sets DisruptionTarget on the pod)."""
+
+    namespace: str
+    name: str
+    uid: str
+    cause: EvictionCause
+    node: str | None = None
+    pool: str | None = None
+    jobset: str | None = None
+    reason: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class ForceDeletePod:
+    """Delete with grace period 0: only for pods stuck Terminating on a node confirmed dead."""
+
+    namespace: str
+    name: str
+    uid: str
+    node: str
+    jobset: str | None = None
+    reason: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class EmitEvent:
+    """A Kubernetes Event on the object the controller acted on (``namespace`` empty for nodes)."""
+
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+    type: str
+    """``"Normal"`` or ``"Warning"``."""
+    reason: str
+    message: str
+    action: str = ""
+
+
+Action = PatchNode | AnnotateJobSet | EvictPod | ForceDeletePod | EmitEvent
+
+
+def action_sort_key(action: Action) -> tuple[int, str, str, str]:
+    """Taints first (so nothing new lands on a broken slice), then records, evictions, deletes, events."""
+    match action:
+        case PatchNode():
+            return (0, action.pool, action.node, "")
+        case AnnotateJobSet():
+            return (1, action.namespace, action.name, "")
+        case EvictPod():
+            return (2, action.namespace, action.name, "")
+        case ForceDeletePod():
+            return (3, action.namespace, action.name, "")
+        case EmitEvent():
+            return (4, action.kind, f"{action.namespace}/{action.name}", action.reason)
+    raise TypeError(f"not an action: {action!r}")
+
+
+def sort_actions(actions: list[Action]) -> tuple[Action, ...]:
+    return tuple(sorted(actions, key=action_sort_key))

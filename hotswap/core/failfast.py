@@ -1,0 +1,123 @@
+"""Fail fast on unhealthy pools and clear pods stuck Terminating on dead nodes.
+
+Without these, JobSet notices a broken slice only when the pods are evicted after the 300 s
+not-ready/unreachable toleration, and BlockingRecreate then waits for pods that a dead kubelet will
+never finish terminating (jobset #576) until GKE repairs the node (~10 min).
+
+Why force-delete rather than the ``node.kubernetes.io/out-of-service`` taint: that taint makes
+kube-controller-manager force-delete *every* pod on the node (and detach volumes), including workloads
+the controller must not touch, and it has to be removed by hand once the node is back. Force-deleting
+only the managed pods, only on nodes NotReady/unreachable for ``dead_node_confirm_seconds``, is the
+narrower tool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from itertools import chain
+
+from hotswap.core.actions import EmitEvent, EvictionCause, EvictPod, ForceDeletePod
+from hotswap.core.health import PoolState, PoolStatus, node_dead_since
+from hotswap.core.index import ClusterIndex
+from hotswap.core.model import Pod
+from hotswap.core.settings import Settings
+
+
+def fail_fast(
+    idx: ClusterIndex, statuses: Mapping[str, PoolStatus]
+) -> tuple[list[EvictPod], list[EmitEvent], list[Pod]]:
+    """Evict managed pods on pools that are declared unhealthy and still bad (a slice is one unit).
+
+    Returns the evictions, their events and the evicted pods.
+    """
+    evictions: list[EvictPod] = []
+    evicted: list[Pod] = []
+    per_jobset: dict[tuple[str, str], int] = {}
+    for pool, status in statuses.items():
+        if status.state is not PoolState.UNHEALTHY:
+            continue
+        for pod in idx.pods_by_pool.get(pool, ()):
+            if pod.terminating or pod.jobset not in idx.managed:
+                continue
+            evictions.append(
+                EvictPod(
+                    namespace=pod.namespace,
+                    name=pod.name,
+                    uid=pod.uid,
+                    cause=EvictionCause.FAIL_FAST,
+                    node=pod.node,
+                    pool=pool,
+                    jobset=pod.jobset,
+                    reason=f"node pool {pool} is unhealthy: {status.reason or 'declared unhealthy'}",
+                )
+            )
+            evicted.append(pod)
+            assert pod.jobset is not None
+            per_jobset[(pod.jobset, pool)] = per_jobset.get((pod.jobset, pool), 0) + 1
+    events = []
+    for (key, pool), count in sorted(per_jobset.items()):
+        js = idx.jobsets[key]
+        events.append(
+            EmitEvent(
+                kind="JobSet",
+                namespace=js.namespace,
+                name=js.name,
+                uid=js.uid,
+                type="Warning",
+                reason="HotswapFailFast",
+                message=f"Evicting {count} pod(s) on unhealthy node pool {pool} so the JobSet restarts now",
+                action="Evict",
+            )
+        )
+    return evictions, events, evicted
+
+
+def clear_stuck(
+    idx: ClusterIndex, settings: Settings, now: float, evicting: Iterable[Pod] = ()
+) -> tuple[list[ForceDeletePod], list[EmitEvent]]:
+    """Force-delete managed pods stuck Terminating on nodes NotReady/unreachable past confirmation.
+
+    ``evicting`` are pods evicted in this same reconcile: on a confirmed-dead node they would be stuck
+    the moment the eviction lands, so they are force-deleted right after it. The eviction comes first
+    because it records the DisruptionTarget condition that lets the failure policy spare maxRestarts.
+    """
+    deletes: list[ForceDeletePod] = []
+    per_jobset: dict[str, int] = {}
+    dead_cache: dict[str, float | None] = {}
+    for pod in chain(idx.terminating, evicting):
+        if pod.jobset not in idx.managed or pod.node is None:
+            continue
+        if pod.node not in dead_cache:
+            dead_cache[pod.node] = node_dead_since(idx.nodes[pod.node])
+        dead_since = dead_cache[pod.node]
+        if dead_since is None or now - dead_since < settings.dead_node_confirm_seconds:
+            continue
+        deletes.append(
+            ForceDeletePod(
+                namespace=pod.namespace,
+                name=pod.name,
+                uid=pod.uid,
+                node=pod.node,
+                jobset=pod.jobset,
+                reason=f"stuck Terminating on node {pod.node}, not Ready for {now - dead_since:.0f}s",
+            )
+        )
+        assert pod.jobset is not None
+        per_jobset[pod.jobset] = per_jobset.get(pod.jobset, 0) + 1
+    events = []
+    for key, count in sorted(per_jobset.items()):
+        js = idx.jobsets[key]
+        events.append(
+            EmitEvent(
+                kind="JobSet",
+                namespace=js.namespace,
+                name=js.name,
+                uid=js.uid,
+                type="Warning",
+                reason="HotswapForceDeleted",
+                message=f"Force-deleted {count} pod(s) stuck Terminating on dead node(s) so the restart "
+                "can proceed",
+                action="ForceDelete",
+            )
+        )
+    return deletes, events

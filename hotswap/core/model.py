@@ -1,0 +1,185 @@
+"""The immutable cluster snapshot the decision core reads.
+
+Times are float epoch seconds. Mappings are treated as read-only. Only what the decisions need is
+modelled; the adapter (or a simulator) fills these from the cluster.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from hotswap.core import constants as k
+
+
+def topology_chips(topology: str) -> int:
+    """Chips in a slice topology such as ``"4x4"`` or ``"2x2x1"``; 0 if unparsable."""
+    try:
+        dims = [int(d) for d in topology.lower().split("x")]
+    except ValueError:
+        return 0
+    return math.prod(dims) if dims and all(d > 0 for d in dims) else 0
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    effect: str = "NoSchedule"
+    value: str = ""
+    time_added: float | None = None
+    """Only NoExecute taints carry it in Kubernetes."""
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    type: str
+    status: str
+    """``"True"``, ``"False"`` or ``"Unknown"``."""
+    last_transition: float
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    name: str
+    pool: str
+    """Value of ``cloud.google.com/gke-nodepool``: the slice this node belongs to."""
+    conditions: tuple[Condition, ...] = ()
+    taints: tuple[Taint, ...] = ()
+    """In API order (the adapter patches taints by index)."""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    unschedulable: bool = False
+    created: float = 0.0
+    uid: str = ""
+    resource_version: str = ""
+    """Opaque; the adapter uses it for optimistic concurrency on node patches."""
+
+    def condition(self, type_: str) -> Condition | None:
+        for c in self.conditions:
+            if c.type == type_:
+                return c
+        return None
+
+    def has_taint(self, key: str) -> bool:
+        return any(t.key == key for t in self.taints)
+
+
+@dataclass(frozen=True, slots=True)
+class NodePool:
+    """One GKE node pool = one TPU slice (multi-host slices are created and repaired as a unit)."""
+
+    name: str
+    topology: str
+    expected_nodes: int
+    accelerator: str = "tpu-v6e-slice"
+
+    @property
+    def chips(self) -> int:
+        return topology_chips(self.topology)
+
+
+PENDING = "Pending"
+RUNNING = "Running"
+SUCCEEDED = "Succeeded"
+FAILED = "Failed"
+
+
+@dataclass(frozen=True, slots=True)
+class Pod:
+    namespace: str
+    name: str
+    uid: str
+    jobset: str | None = None
+    """``namespace/name`` of the owning JobSet (pod label ``jobset.sigs.k8s.io/jobset-name``)."""
+    job: str = ""
+    """Child Job name. With exclusive placement each Job occupies exactly one slice."""
+    node: str | None = None
+    phase: str = PENDING
+    priority: int = 0
+    deletion_timestamp: float | None = None
+    nominated_node: str | None = None
+    """``status.nominatedNodeName``: kube-scheduler is preempting for this pod."""
+    unschedulable_since: float | None = None
+    """PodScheduled=False/Unschedulable transition time; None if the scheduler has not given up."""
+    gated: bool = False
+    """Has scheduling gates; not yet the scheduler's (or our) business."""
+    uses_accelerator: bool = True
+    """Requests ``google.com/tpu``: only such pods occupy a slice."""
+    created: float = 0.0
+    started: float | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def terminating(self) -> bool:
+        return self.deletion_timestamp is not None
+
+    @property
+    def finished(self) -> bool:
+        return self.phase in (SUCCEEDED, FAILED)
+
+
+@dataclass(frozen=True, slots=True)
+class JobSet:
+    namespace: str
+    name: str
+    uid: str
+    priority: int
+    """Pod priority value (what kube-scheduler uses) of the JobSet's pods."""
+    topology: str
+    """Slice topology each replica needs, e.g. ``"4x4"``."""
+    slices: int = 1
+    """Replicas = slices the JobSet runs on."""
+    accelerator: str = "tpu-v6e-slice"
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    restart_strategy: str = "Recreate"
+    max_restarts: int = 0
+    restarts: int = 0
+    """``status.restartsCountTowardsMax``."""
+    disruption_ignores_max_restarts: bool = False
+    """Failure policy maps DisruptionTarget -> FailJob -> RestartJobSetAndIgnoreMaxRestarts."""
+    suspended: bool = False
+    finished: bool = False
+    """Terminal state reached or being deleted."""
+    created: float = 0.0
+    running_since: float | None = None
+    """Start of the current run (earliest start time of its running pods)."""
+    last_checkpoint: float | None = None
+    checkpoint_interval: float | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def chips(self) -> int:
+        return topology_chips(self.topology) * max(self.slices, 1)
+
+
+def is_managed(js: JobSet) -> bool:
+    """Opted in: the hotswap label plus node-pool exclusive placement (one replica per slice)."""
+    return (
+        js.labels.get(k.OPT_IN_LABEL) == k.OPT_IN_VALUE
+        and js.annotations.get(k.EXCLUSIVE_TOPOLOGY_ANNOTATION) == k.NODEPOOL_LABEL
+    )
+
+
+def is_preemptible(js: JobSet) -> bool:
+    """Managed and not opted out of being a victim."""
+    return is_managed(js) and js.annotations.get(k.PREEMPTIBLE_ANNOTATION, "").lower() != "false"
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Everything one reconcile sees. ``pools`` lists the slices; nodes name their pool."""
+
+    now: float
+    pools: tuple[NodePool, ...]
+    nodes: tuple[Node, ...]
+    jobsets: tuple[JobSet, ...] = ()
+    pods: tuple[Pod, ...] = ()

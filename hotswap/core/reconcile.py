@@ -1,0 +1,129 @@
+"""The decision entry point: snapshot in, ordered actions out. Pure and deterministic."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hotswap.core.actions import Action, EmitEvent, EvictPod, sort_actions
+from hotswap.core.failfast import clear_stuck, fail_fast
+from hotswap.core.health import PoolState, PoolStatus, Problem, ProblemDetector, assess_pool
+from hotswap.core.index import ClusterIndex
+from hotswap.core.model import Pod, Snapshot
+from hotswap.core.preemption import Preemption, plan_preemptions
+from hotswap.core.settings import Settings
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    now: float
+    actions: tuple[Action, ...]
+    """Ordered: node patches, JobSet annotations, evictions, force deletions, events."""
+    pools: tuple[PoolStatus, ...]
+    """Every managed pool's state, sorted by name."""
+    preemptions: tuple[Preemption, ...] = ()
+    held: bool = False
+    """True if the mass-outage guard suppressed all actions."""
+    notes: tuple[str, ...] = ()
+    """Why something was not done (for logs)."""
+
+    def pool(self, name: str) -> PoolStatus | None:
+        for p in self.pools:
+            if p.name == name:
+                return p
+        return None
+
+
+def reconcile(snapshot: Snapshot, settings: Settings | None = None) -> tuple[Action, ...]:
+    """Shorthand for ``decide(snapshot, settings).actions``."""
+    return decide(snapshot, settings).actions
+
+
+def decide(snapshot: Snapshot, settings: Settings | None = None) -> Decision:
+    """Everything the controller should do now. Idempotent: with these actions applied, no actions."""
+    s = settings if settings is not None else Settings()
+    now = snapshot.now
+    idx = ClusterIndex(snapshot, s)
+    detector = ProblemDetector(s)
+    problems: dict[str, list[Problem]] = {}
+    for node in idx.nodes.values():
+        found = detector.problems(node, now)
+        if found:
+            problems[node.name] = found
+
+    actions: list[Action] = []
+    statuses: dict[str, PoolStatus] = {}
+    for name, nodes in idx.nodes_by_pool.items():
+        status, patches = assess_pool(
+            idx.pools[name], nodes, now=now, settings=s, detector=detector, node_problems=problems
+        )
+        statuses[name] = status
+        actions.extend(patches)
+        if nodes and (status.declared_now or status.recovered_now):
+            actions.append(_pool_event(status, nodes[0].name, nodes[0].uid, now))
+    pools = tuple(statuses[name] for name in sorted(statuses))
+
+    total = len(idx.nodes)
+    if total and len(problems) / total > s.max_bad_node_fraction:
+        note = (
+            f"hold: {len(problems)}/{total} managed nodes show problems "
+            f"(> {s.max_bad_node_fraction:.0%}); likely a control-plane or network event, not acting"
+        )
+        return Decision(now, (), pools, held=True, notes=(note,))
+
+    notes: list[str] = []
+    evictions: dict[str, EvictPod] = {}
+    evicted: list[Pod] = []
+    if s.fail_fast:
+        ff, ff_events, evicted = fail_fast(idx, statuses)
+        for e in ff:
+            evictions.setdefault(e.key, e)
+        actions.extend(ff_events)
+    if s.clear_stuck_pods:
+        deletes, del_events = clear_stuck(idx, s, now, evicted)
+        actions.extend(deletes)
+        actions.extend(del_events)
+    preemptions: tuple[Preemption, ...] = ()
+    if s.preemption:
+        failing = frozenset(
+            {e.jobset for e in evictions.values() if e.jobset is not None}
+            | {p.jobset for p in idx.terminating if p.jobset is not None}
+            | {key for key, pods in idx.pods_by_jobset.items() if any(p.terminating for p in pods)}
+        )
+        plan = plan_preemptions(idx, statuses, s, now, failing)
+        for e in plan.evictions:
+            evictions.setdefault(e.key, e)
+        actions.extend(plan.annotations)
+        actions.extend(plan.events)
+        preemptions = tuple(plan.preemptions)
+        notes.extend(plan.notes)
+    actions.extend(evictions.values())
+    return Decision(now, sort_actions(actions), pools, preemptions, False, tuple(notes))
+
+
+def _pool_event(status: PoolStatus, node: str, uid: str, now: float) -> EmitEvent:
+    if status.declared_now:
+        flap = " (flapping: longer clean time required)" if status.flapping else ""
+        return EmitEvent(
+            kind="Node",
+            namespace="",
+            name=node,
+            uid=uid,
+            type="Warning",
+            reason="HotswapPoolUnhealthy",
+            message=f"Node pool {status.name} declared unhealthy and tainted{flap}: {status.reason}",
+            action="Taint",
+        )
+    down = now - status.unhealthy_since if status.unhealthy_since is not None else 0.0
+    return EmitEvent(
+        kind="Node",
+        namespace="",
+        name=node,
+        uid=uid,
+        type="Normal",
+        reason="HotswapPoolRecovered",
+        message=f"Node pool {status.name} clean again; untainted after {down:.0f}s unhealthy",
+        action="Untaint",
+    )
+
+
+__all__ = ["Decision", "PoolState", "decide", "reconcile"]

@@ -1,0 +1,321 @@
+"""Decision thresholds, with defaults justified from the failure model, and their loader.
+
+The Pulumi component renders these into a ConfigMap; :func:`settings_from_mapping` turns the parsed
+YAML/JSON back into a validated :class:`Settings`, naming the offending field on any error.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any
+
+from hotswap.core import constants as k
+
+
+class SettingsError(ValueError):
+    """A settings value is invalid; ``field`` names it (``""`` for the document as a whole)."""
+
+    def __init__(self, field_name: str, message: str) -> None:
+        self.field = field_name
+        super().__init__(f"settings field {field_name!r}: {message}" if field_name else message)
+
+
+def _doc(text: str, kind: str) -> dict[str, str]:
+    return {"doc": " ".join(text.split()), "kind": kind}
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Every threshold the decision core uses. All durations are seconds.
+
+    Defaults come from shared/reference/failure-model.md; each field's ``metadata["doc"]`` says why.
+    """
+
+    unhealthy_after_seconds: float = field(
+        default=10.0,
+        metadata=_doc(
+            """T_bad: a pool is declared unhealthy once one of its nodes has shown a problem this long.
+            The clock starts at the problem's own timestamp (e.g. the Ready condition's transition), and
+            Ready only flips after the 40 s node-monitor grace period, so a dead kubelet is already 40 s
+            old when counting starts. 10 s more filters kubelet restarts and status blips while keeping
+            detection (about 50 s after the kubelet dies) inside the 1-minute hotswap target and far
+            below the 300 s default eviction.""",
+            "duration",
+        ),
+    )
+    healthy_after_seconds: float = field(
+        default=120.0,
+        metadata=_doc(
+            """T_good: an unhealthy pool is untainted once every node has been clean this long. A
+            repaired multi-host pool is recreated as a unit and its TPU runtime needs time to settle;
+            two minutes of clean signals is small next to the ~10 min repair yet avoids handing the pool
+            back to low-priority work just before it fails again.""",
+            "duration",
+        ),
+    )
+    flap_window_seconds: float = field(
+        default=3600.0,
+        metadata=_doc(
+            """Window over which unhealthy declarations are counted. One hour matches the advised
+            checkpoint cadence: each failure inside it can cost a job up to an hour of work.""",
+            "duration",
+        ),
+    )
+    flap_threshold: int = field(
+        default=3,
+        metadata=_doc(
+            """Declarations within the flap window (the current one included) that make a pool
+            'flapping'. Three: one failure is bad luck, a second can be repair fallout, a third is a
+            pattern.""",
+            "int",
+        ),
+    )
+    flapping_healthy_after_seconds: float = field(
+        default=900.0,
+        metadata=_doc(
+            """Clean time a flapping pool needs before it is untainted (replaces T_good). 15 min is
+            longer than the ~10 min after which GKE auto-repair starts, so a flapping node gets repaired
+            rather than handed work again.""",
+            "duration",
+        ),
+    )
+    dead_node_confirm_seconds: float = field(
+        default=30.0,
+        metadata=_doc(
+            """A node counts as confirmed dead (its Terminating pods may be force-deleted) after being
+            NotReady/unreachable this long. NotReady already means 40 s without kubelet status, so the
+            kubelet has been silent 70 s; a merely slow node stays Ready and is never touched. Nothing
+            else clears these pods before GKE repair (~10 min) and BlockingRecreate waits on them
+            (jobset #576).""",
+            "duration",
+        ),
+    )
+    preemption_pending_seconds: float = field(
+        default=10.0,
+        metadata=_doc(
+            """A beneficiary's pods must have been unschedulable this long before the controller
+            preempts for them. kube-scheduler tries (and nominates, if it can preempt) within
+            milliseconds; 10 s lets it go first so the two never preempt for the same pod.""",
+            "duration",
+        ),
+    )
+    preemption_settle_seconds: float = field(
+        default=120.0,
+        metadata=_doc(
+            """After a preemption the freed pools stay reserved for the beneficiary this long (and as
+            long as the victim's pods are still terminating) so the controller does not preempt a second
+            victim while the first drains and kube-scheduler binds. Two minutes covers pod deletion,
+            JobSet recreation and scheduling with margin.""",
+            "duration",
+        ),
+    )
+    max_bad_node_fraction: float = field(
+        default=0.55,
+        metadata=_doc(
+            """If more than this fraction of managed nodes show problems at once, the controller holds
+            all actions: the likely cause is the control plane or network, not hardware, and evicting
+            everything would do harm. 0.55 mirrors kube-controller-manager's unhealthy-zone-threshold.
+            1.0 disables the guard.""",
+            "fraction",
+        ),
+    )
+    maintenance_lead_seconds: float = field(
+        default=0.0,
+        metadata=_doc(
+            """A node labelled with cloud.google.com/scheduled-maintenance-time counts as bad from this
+            long before that time. 0: only once the window starts (notices come 7 days ahead; acting on
+            them early would evict work for nothing).""",
+            "duration",
+        ),
+    )
+    fail_fast: bool = field(
+        default=True,
+        metadata=_doc(
+            """Evict managed pods on an unhealthy pool so JobSet restarts now rather than after the
+            300 s not-ready/unreachable eviction.""",
+            "bool",
+        ),
+    )
+    clear_stuck_pods: bool = field(
+        default=True,
+        metadata=_doc(
+            """Force-delete (grace 0) managed pods stuck Terminating on confirmed-dead nodes so
+            BlockingRecreate is not blocked until repair.""",
+            "bool",
+        ),
+    )
+    preemption: bool = field(
+        default=True,
+        metadata=_doc(
+            "Preempt whole slices of lower-priority managed JobSets for unschedulable managed JobSets.",
+            "bool",
+        ),
+    )
+    protect_restart_budget: bool = field(
+        default=True,
+        metadata=_doc(
+            """Never choose a victim whose next restart would exceed its failurePolicy.maxRestarts
+            (it would fail for good) unless its failure policy ignores disruptions
+            (DisruptionTarget -> FailJob + RestartJobSetAndIgnoreMaxRestarts).""",
+            "bool",
+        ),
+    )
+    managed_accelerators: tuple[str, ...] = field(
+        default=("tpu-v6e-slice",),
+        metadata=_doc(
+            "Values of cloud.google.com/gke-tpu-accelerator whose node pools the controller manages.",
+            "strings",
+        ),
+    )
+    problem_condition_types: tuple[str, ...] = field(
+        default=(
+            "KernelDeadlock",
+            "ReadonlyFilesystem",
+            "FrequentKubeletRestart",
+            "FrequentContainerdRestart",
+        ),
+        metadata=_doc(
+            """Node condition types that mean trouble when status is True (node-problem-detector). Ready,
+            the not-ready/unreachable taints and GKE maintenance signals are always checked.""",
+            "strings",
+        ),
+    )
+    problem_taint_keys: tuple[str, ...] = field(
+        default=(),
+        metadata=_doc(
+            """Extra taint keys that mark a node bad (e.g. a TPU health checker's own taint). No
+            documented TPU chip/ICI signal exists for v6e, so this is left to the operator.""",
+            "strings",
+        ),
+    )
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON/YAML-ready dict (tuples become lists)."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            out[f.name] = list(value) if isinstance(value, tuple) else value
+        return out
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+
+
+def _as_duration(name: str, value: Any) -> float:
+    if isinstance(value, bool):
+        raise SettingsError(name, f"expected a duration in seconds, got {value!r}")
+    if isinstance(value, int | float):
+        seconds = float(value)
+    elif isinstance(value, str) and (m := _DURATION.match(value)):
+        seconds = float(m.group(1)) * _UNIT[m.group(2)]
+    else:
+        raise SettingsError(name, f"expected seconds or a duration like '30s', '2m', got {value!r}")
+    if not math.isfinite(seconds) or seconds < 0:
+        raise SettingsError(name, f"must be a finite number >= 0, got {value!r}")
+    return seconds
+
+
+def _as_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SettingsError(name, f"expected an integer, got {value!r}")
+    return value
+
+
+def _as_fraction(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise SettingsError(name, f"expected a number in (0, 1], got {value!r}")
+    return float(value)
+
+
+def _as_bool(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise SettingsError(name, f"expected true or false, got {value!r}")
+    return value
+
+
+def _as_strings(name: str, value: Any) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, list | tuple):
+        raise SettingsError(name, f"expected a list of strings, got {value!r}")
+    for item in value:
+        if not isinstance(item, str) or not item:
+            raise SettingsError(name, f"expected non-empty strings, got {item!r}")
+    return tuple(value)
+
+
+_COERCE = {
+    "duration": _as_duration,
+    "int": _as_int,
+    "fraction": _as_fraction,
+    "bool": _as_bool,
+    "strings": _as_strings,
+}
+
+
+def _validate(s: Settings) -> None:
+    for f in fields(s):
+        _COERCE[f.metadata["kind"]](f.name, getattr(s, f.name))
+    if s.flap_threshold < 1:
+        raise SettingsError("flap_threshold", f"must be >= 1, got {s.flap_threshold}")
+    if not 0.0 < s.max_bad_node_fraction <= 1.0:
+        raise SettingsError("max_bad_node_fraction", f"must be in (0, 1], got {s.max_bad_node_fraction}")
+    if s.flapping_healthy_after_seconds < s.healthy_after_seconds:
+        raise SettingsError(
+            "flapping_healthy_after_seconds",
+            f"must be >= healthy_after_seconds ({s.healthy_after_seconds}), "
+            f"got {s.flapping_healthy_after_seconds}",
+        )
+    if not s.managed_accelerators:
+        raise SettingsError("managed_accelerators", "must name at least one accelerator")
+    if k.UNHEALTHY_TAINT_KEY in s.problem_taint_keys:
+        raise SettingsError("problem_taint_keys", "must not contain the controller's own taint")
+
+
+def settings_from_mapping(data: Mapping[str, Any] | None) -> Settings:
+    """Build validated settings from a parsed document; missing fields keep their defaults."""
+    if data is None:
+        return Settings()
+    if not isinstance(data, Mapping):
+        raise SettingsError("", f"settings must be a mapping, got {type(data).__name__}")
+    known = {f.name: f for f in fields(Settings)}
+    kwargs: dict[str, Any] = {}
+    for name, value in data.items():
+        if name not in known:
+            raise SettingsError(str(name), f"unknown field (known: {', '.join(sorted(known))})")
+        kwargs[name] = _COERCE[known[name].metadata["kind"]](name, value)
+    return Settings(**kwargs)
+
+
+def settings_from_json(text: str) -> Settings:
+    try:
+        data = json.loads(text) if text.strip() else None
+    except json.JSONDecodeError as err:
+        raise SettingsError("", f"invalid JSON: {err}") from err
+    return settings_from_mapping(data)
+
+
+def settings_from_yaml(text: str) -> Settings:
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise SettingsError("", f"invalid YAML: {err}") from err
+    return settings_from_mapping(data)
+
+
+def settings_schema() -> dict[str, dict[str, Any]]:
+    """Field name -> {kind, default, doc}: for docs and the Pulumi component's ConfigMap."""
+    out: dict[str, dict[str, Any]] = {}
+    defaults = Settings().to_dict()
+    for f in fields(Settings):
+        assert f.default is not MISSING
+        out[f.name] = {"kind": f.metadata["kind"], "default": defaults[f.name], "doc": f.metadata["doc"]}
+    return out

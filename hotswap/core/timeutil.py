@@ -1,0 +1,48 @@
+"""RFC 3339 <-> epoch seconds. The core works in float epoch seconds; annotations hold RFC 3339."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+
+def format_time(t: float) -> str:
+    """Render epoch seconds as RFC 3339 UTC; whole seconds stay short, fractions keep microseconds."""
+    dt = datetime.fromtimestamp(t, tz=UTC)
+    if dt.microsecond == 0:
+        return dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_time(text: str | None) -> float | None:
+    """Parse RFC 3339 (``Z`` or offset, optional fraction) or plain epoch seconds; None if unparsable.
+
+    Unparsable values are treated as absent so a hand-edited annotation can never crash a reconcile.
+    """
+    if text is None:
+        return None
+    value = text.strip()
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        dt = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return dt.timestamp()
+
+
+def parse_time_list(text: str | None) -> tuple[float, ...]:
+    """Parse a comma-separated list of times, dropping unparsable items."""
+    if not text:
+        return ()
+    out = [parse_time(item) for item in text.split(",")]
+    return tuple(t for t in out if t is not None)
+
+
+def format_time_list(times: tuple[float, ...] | list[float]) -> str:
+    return ",".join(format_time(t) for t in times)

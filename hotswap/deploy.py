@@ -1,0 +1,154 @@
+"""What the Pulumi component needs to run the controller, as plain data (no Pulumi import).
+
+The component creates: a namespace, a ServiceAccount, a ClusterRole/ClusterRoleBinding with
+:data:`CLUSTER_RULES`, a Role/RoleBinding in the controller's namespace with :data:`NAMESPACE_RULES`,
+a ConfigMap with :func:`config_yaml` mounted at :data:`CONFIG_DIR`, and a Deployment running the image
+with the ports, probes, env and security context below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from hotswap.adapter.config import (
+    CONFIG_ENV,
+    DEFAULT_CONFIG_PATH,
+    DEFAULT_LEASE_NAMESPACE,
+    RuntimeConfig,
+    config_from_mapping,
+)
+from hotswap.core import constants
+from hotswap.core.settings import Settings, settings_schema
+
+__all__ = [
+    "CLUSTER_RULES",
+    "CONFIG_DIR",
+    "CONFIG_ENV",
+    "CONFIG_FILE",
+    "CONFIG_PATH",
+    "CONTAINER_ARGS",
+    "DOWNWARD_API_ENV",
+    "HEALTH_PORT",
+    "LEASE_NAME",
+    "LIVENESS_PATH",
+    "METRICS_PATH",
+    "METRICS_PORT",
+    "NAMESPACE",
+    "NAMESPACE_RULES",
+    "OPT_IN_ANNOTATIONS",
+    "OPT_IN_LABELS",
+    "READINESS_PATH",
+    "REPLICAS",
+    "RESOURCES",
+    "RUN_AS_USER",
+    "SECURITY_CONTEXT",
+    "PolicyRule",
+    "cluster_role_rules",
+    "config_document",
+    "config_yaml",
+    "default_config",
+    "role_rules",
+    "settings_schema",
+]
+
+_RUNTIME = RuntimeConfig()
+
+NAMESPACE: Final = DEFAULT_LEASE_NAMESPACE
+METRICS_PORT: Final = _RUNTIME.metrics_port
+HEALTH_PORT: Final = _RUNTIME.health_port
+METRICS_PATH: Final = "/metrics"
+LIVENESS_PATH: Final = "/healthz"
+READINESS_PATH: Final = "/readyz"
+CONFIG_PATH: Final = DEFAULT_CONFIG_PATH
+CONFIG_DIR: Final = CONFIG_PATH.rsplit("/", 1)[0]
+CONFIG_FILE: Final = CONFIG_PATH.rsplit("/", 1)[1]
+LEASE_NAME: Final = _RUNTIME.lease_name
+RUN_AS_USER: Final = 65532
+"""Must match ``USER`` in hotswap/Dockerfile."""
+REPLICAS: Final = 2
+"""Two replicas: a standby takes over within the 15 s lease if the leader's node dies."""
+CONTAINER_ARGS: Final[tuple[str, ...]] = ()
+"""The image's entrypoint is ``python -m hotswap``; it reads $HOTSWAP_CONFIG (default CONFIG_PATH)."""
+DOWNWARD_API_ENV: Final = (("POD_NAME", "metadata.name"), ("POD_NAMESPACE", "metadata.namespace"))
+"""Leader-election identity and the Lease's namespace."""
+RESOURCES: Final = {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}}
+"""Sized for ~4,096 nodes and their pods in the watch caches."""
+SECURITY_CONTEXT: Final = {
+    "runAsNonRoot": True,
+    "runAsUser": RUN_AS_USER,
+    "runAsGroup": RUN_AS_USER,
+    "allowPrivilegeEscalation": False,
+    "readOnlyRootFilesystem": True,
+    "capabilities": {"drop": ["ALL"]},
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+OPT_IN_LABELS: Final = {constants.OPT_IN_LABEL: constants.OPT_IN_VALUE}
+"""Labels a JobSet needs (on the JobSet object) to be managed."""
+OPT_IN_ANNOTATIONS: Final = {constants.EXCLUSIVE_TOPOLOGY_ANNOTATION: constants.NODEPOOL_LABEL}
+"""Annotations a JobSet needs to be managed."""
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyRule:
+    api_groups: tuple[str, ...]
+    resources: tuple[str, ...]
+    verbs: tuple[str, ...]
+
+    def to_k8s(self) -> dict[str, list[str]]:
+        return {
+            "apiGroups": list(self.api_groups),
+            "resources": list(self.resources),
+            "verbs": list(self.verbs),
+        }
+
+
+READ = ("get", "list", "watch")
+
+CLUSTER_RULES: Final = (
+    PolicyRule(("",), ("nodes",), (*READ, "patch")),
+    PolicyRule(("",), ("pods",), (*READ, "delete")),
+    PolicyRule(("",), ("pods/eviction",), ("create",)),
+    PolicyRule(("jobset.x-k8s.io",), ("jobsets",), (*READ, "patch")),
+    PolicyRule(("batch",), ("jobs",), READ),
+    PolicyRule(("kueue.x-k8s.io",), ("workloads", "clusterqueues"), READ),
+    PolicyRule(("scheduling.k8s.io",), ("priorityclasses",), READ),
+    PolicyRule(("policy",), ("poddisruptionbudgets",), READ),
+    PolicyRule(("", "events.k8s.io"), ("events",), ("create", "patch")),
+)
+"""ClusterRole: least privilege per failure-model.md. Nothing on secrets, no wildcards."""
+
+NAMESPACE_RULES: Final = (PolicyRule(("coordination.k8s.io",), ("leases",), ("get", "create", "update")),)
+"""Role in the controller's own namespace: leader election only."""
+
+
+def cluster_role_rules() -> list[dict[str, list[str]]]:
+    return [r.to_k8s() for r in CLUSTER_RULES]
+
+
+def role_rules() -> list[dict[str, list[str]]]:
+    return [r.to_k8s() for r in NAMESPACE_RULES]
+
+
+def default_config() -> dict[str, Any]:
+    """The full config document with every default (decision settings + ``runtime``)."""
+    return {**Settings().to_dict(), "runtime": RuntimeConfig().to_dict()}
+
+
+def config_document(
+    settings: Mapping[str, Any] | None = None, runtime: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """Defaults overlaid with overrides, validated (raises SettingsError naming the bad field)."""
+    doc = default_config()
+    doc.update(settings or {})
+    doc["runtime"] = {**doc["runtime"], **(runtime or {})}
+    cfg = config_from_mapping(doc)
+    return {**cfg.settings.to_dict(), "runtime": cfg.runtime.to_dict()}
+
+
+def config_yaml(settings: Mapping[str, Any] | None = None, runtime: Mapping[str, Any] | None = None) -> str:
+    """The ConfigMap's ``config.yaml``."""
+    import yaml
+
+    return yaml.safe_dump(config_document(settings, runtime), sort_keys=False)

@@ -1,0 +1,127 @@
+"""Watch-fed caches: one list, then watches from its resourceVersion; re-list only on 410 Gone."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from tests.hotswap.hotswap_fakes import FakeApi, node_obj
+
+from hotswap.adapter.api import JSON, ApiError, Resource
+from hotswap.adapter.cache import WatchCache
+from hotswap.adapter.convert import NodeRecord, node_from_api
+
+NODES = Resource("nodes", "cloud.google.com/gke-tpu-accelerator")
+
+
+def event(kind: str, obj: dict[str, Any], rv: str) -> dict[str, Any]:
+    obj = {**obj, "metadata": {**obj["metadata"], "resourceVersion": rv}}
+    return {"type": kind, "object": obj}
+
+
+def make() -> tuple[FakeApi, WatchCache[NodeRecord], list[int]]:
+    api = FakeApi()
+    api.add("nodes", node_obj("n1", "a"))
+    changes: list[int] = []
+    cache: WatchCache[NodeRecord] = WatchCache(
+        api, NODES, node_from_api, watch_timeout_seconds=60, on_change=lambda: changes.append(1)
+    )
+    return api, cache, changes
+
+
+def names(cache: WatchCache[NodeRecord]) -> list[str]:
+    return sorted(r.node.name for r in cache.values())
+
+
+def test_lists_once_then_watches_from_the_list_version() -> None:
+    api, cache, changes = make()
+    api.watch_streams["nodes"] = [
+        [
+            event("ADDED", node_obj("n2", "a"), "120"),
+            event("MODIFIED", node_obj("n1", "a", ready="Unknown", since=5), "121"),
+            {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "130"}}},
+        ],
+        [event("DELETED", node_obj("n2", "a"), "131")],
+    ]
+    assert not cache.synced
+    cache.watch_once()
+    assert cache.synced and names(cache) == ["n1", "n2"]
+    ready = cache.get("n1")
+    assert ready is not None
+    cond = ready.node.condition("Ready")
+    assert cond is not None and cond.status == "Unknown"
+    assert cache.resource_version == "130", "bookmarks advance the resume point"
+    cache.watch_once()
+    assert names(cache) == ["n1"]
+    assert [c for c in api.calls if c[0] in ("list", "watch")] == [
+        ("list", "nodes", NODES.label_selector),
+        ("watch", "nodes", "101", 60),
+        ("watch", "nodes", "130", 60),
+    ]
+    assert cache.lists == 1
+    assert len(changes) == 4, "one wake-up per list or object change; none for bookmarks"
+
+
+def test_error_event_410_relists_and_resumes_from_the_new_version() -> None:
+    api, cache, _ = make()
+    cache.relist()
+    api.add("nodes", node_obj("n3", "b"))  # happened while the watch was gone
+    api.watch_streams["nodes"] = [
+        [
+            {
+                "type": "ERROR",
+                "object": {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old"},
+            }
+        ],
+        [],
+    ]
+    cache.watch_once()
+    assert cache.lists == 2 and names(cache) == ["n1", "n3"]
+    assert cache.resource_version == "102"
+    cache.watch_once()
+    assert api.calls[-1] == ("watch", "nodes", "102", 60)
+
+
+def test_api_error_410_on_watch_request_relists() -> None:
+    api, cache, _ = make()
+    cache.relist()
+    api.watch_streams["nodes"] = [[ApiError(410, "Gone")]]
+    cache.watch_once()
+    assert cache.lists == 2
+
+
+def test_other_errors_propagate_and_run_retries_with_backoff() -> None:
+    api, cache, _ = make()
+    cache.relist()
+    api.watch_streams["nodes"] = [[{"type": "ERROR", "object": {"code": 500, "reason": "InternalError"}}]]
+    with pytest.raises(ApiError) as err:
+        cache.watch_once()
+    assert err.value.status == 500
+    assert cache.lists == 1, "a 500 is no reason to re-list"
+
+    stop = threading.Event()
+
+    class StopAfterWatch(FakeApi):
+        def watch_objects(
+            self, resource: Resource, resource_version: str, timeout_seconds: int
+        ) -> Iterator[JSON]:
+            stop.set()
+            return super().watch_objects(resource, resource_version, timeout_seconds)
+
+    flaky = StopAfterWatch()
+    flaky.fail["list_objects"] = [ApiError(503, "Unavailable")]
+    fresh: WatchCache[NodeRecord] = WatchCache(flaky, NODES, node_from_api)
+    fresh.run(stop, max_backoff=0.01)
+    assert fresh.synced, "the failed list was retried"
+    assert [c[0] for c in flaky.calls] == ["list", "list", "watch"]
+
+
+def test_objects_that_stop_qualifying_are_dropped() -> None:
+    _, cache, _ = make()
+    cache.relist()
+    not_tpu = node_obj("n1", "a")
+    del not_tpu["metadata"]["labels"]["cloud.google.com/gke-tpu-accelerator"]
+    assert cache.apply_event(event("MODIFIED", not_tpu, "140"))
+    assert names(cache) == []

@@ -1,0 +1,113 @@
+"""Lease-based leader election (client-go semantics) against the fake API."""
+
+from __future__ import annotations
+
+import pytest
+from tests.hotswap.hotswap_fakes import FakeApi
+
+from hotswap.adapter.api import ApiError
+from hotswap.adapter.leader import LeaderElector
+
+NS, NAME = "tpu-hotswap", "tpu-hotswap"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def elector(api: FakeApi, clock: Clock, identity: str, changes: list[bool] | None = None) -> LeaderElector:
+    return LeaderElector(
+        api,
+        namespace=NS,
+        name=NAME,
+        identity=identity,
+        clock=clock,
+        wall_clock=lambda: 1_700_000_000.25 + clock.t,
+        on_change=None if changes is None else changes.append,
+    )
+
+
+def test_first_candidate_creates_the_lease_and_leads() -> None:
+    api, clock = FakeApi(), Clock()
+    changes: list[bool] = []
+    a = elector(api, clock, "a", changes)
+    assert a.try_acquire_or_renew()
+    assert a.is_leader() and changes == [True]
+    lease = api.leases[(NS, NAME)]
+    assert lease["apiVersion"] == "coordination.k8s.io/v1" and lease["kind"] == "Lease"
+    spec = lease["spec"]
+    assert spec["holderIdentity"] == "a" and spec["leaseDurationSeconds"] == 15
+    assert spec["leaseTransitions"] == 0
+    assert spec["renewTime"] == spec["acquireTime"] == "2023-11-14T22:15:00.250000Z"
+
+
+def test_a_second_candidate_waits_while_the_lease_is_renewed() -> None:
+    api, clock = FakeApi(), Clock()
+    a, b = elector(api, clock, "a"), elector(api, clock, "b")
+    assert a.try_acquire_or_renew()
+    for _ in range(20):
+        clock.t += 2
+        assert a.try_acquire_or_renew()
+        assert not b.try_acquire_or_renew()
+    assert not b.is_leader()
+    assert not any(c[0] == "replace_lease" and c[3]["spec"]["holderIdentity"] == "b" for c in api.calls)
+
+
+def test_takeover_after_expiry_counts_a_transition() -> None:
+    api, clock = FakeApi(), Clock()
+    a, b = elector(api, clock, "a"), elector(api, clock, "b")
+    a.try_acquire_or_renew()
+    assert not b.try_acquire_or_renew()  # b observes the record now
+    clock.t += 14.9
+    assert not b.try_acquire_or_renew()
+    clock.t += 0.2
+    assert b.try_acquire_or_renew()
+    assert api.leases[(NS, NAME)]["spec"]["holderIdentity"] == "b"
+    assert api.leases[(NS, NAME)]["spec"]["leaseTransitions"] == 1
+    assert not a.is_leader(), "a stopped leading at its renew deadline, before b could take over"
+
+
+def test_leader_stops_acting_when_renewals_fail_past_the_deadline() -> None:
+    api, clock = FakeApi(), Clock()
+    a = elector(api, clock, "a")
+    a.try_acquire_or_renew()
+    api.fail["get_lease"] = [ApiError(503, "Unavailable")] * 10
+    clock.t += 9.0
+    assert a.try_acquire_or_renew(), "still within the renew deadline"
+    clock.t += 1.5
+    assert not a.try_acquire_or_renew()
+    assert not a.is_leader()
+
+
+def test_losing_an_update_race_is_not_leadership() -> None:
+    api, clock = FakeApi(), Clock()
+    b = elector(api, clock, "b")
+    a = elector(api, clock, "a")
+    a.try_acquire_or_renew()
+    clock.t += 20
+    b.try_acquire_or_renew()  # observes a's record
+    clock.t += 20
+    api.fail["replace_lease"] = [ApiError(409, "Conflict")]
+    assert not b.try_acquire_or_renew()
+    assert not b.is_leader()
+
+
+def test_release_hands_over_without_waiting_for_expiry() -> None:
+    api, clock = FakeApi(), Clock()
+    a, b = elector(api, clock, "a"), elector(api, clock, "b")
+    a.try_acquire_or_renew()
+    b.try_acquire_or_renew()
+    a.release()
+    assert not a.is_leader()
+    spec = api.leases[(NS, NAME)]["spec"]
+    assert spec["holderIdentity"] == "" and spec["leaseDurationSeconds"] == 1
+    assert b.try_acquire_or_renew(), "an empty holder can be taken at once"
+
+
+def test_timings_must_be_ordered() -> None:
+    with pytest.raises(ValueError, match="retry_period < renew_deadline < lease_duration"):
+        LeaderElector(FakeApi(), namespace=NS, name=NAME, identity="a", renew_deadline=20.0)

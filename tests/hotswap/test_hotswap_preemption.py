@@ -1,0 +1,304 @@
+"""Victim choice and the preemption safety rules, on hand-built snapshots."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+import pytest
+
+from hotswap.core import (
+    AnnotateJobSet,
+    Candidate,
+    EvictionCause,
+    EvictPod,
+    JobSet,
+    Pod,
+    Settings,
+    Snapshot,
+    apply_actions,
+    constants,
+    decide,
+    format_time,
+    select_victims,
+    work_lost_seconds,
+)
+from hotswap.core.builders import make_jobset, make_nodes, make_pools, pending_pods, running_pods
+from hotswap.core.health import OWN_TAINT
+
+NOW = 100_000.0
+HIGH = 2_000_000
+LOW = 1_000_000
+
+
+def cluster(
+    n_pools: int,
+    running: Sequence[tuple[JobSet, Sequence[int]]],
+    pending: Sequence[JobSet] = (),
+    *,
+    extra_pods: Sequence[Pod] = (),
+    pending_for: float = 30.0,
+    topology: str = "4x4",
+) -> Snapshot:
+    pools = make_pools("p", n_pools, topology)
+    nodes = {p.name: make_nodes(p, ready_since=NOW - 7200) for p in pools}
+    pods: list[Pod] = []
+    for js, idxs in running:
+        pods.extend(running_pods(js, [pools[i] for i in idxs], nodes, started=NOW - 3600))
+    for js in pending:
+        pods.extend(pending_pods(js, unschedulable_since=NOW - pending_for))
+    pods.extend(extra_pods)
+    return Snapshot(
+        now=NOW,
+        pools=pools,
+        nodes=tuple(n for p in pools for n in nodes[p.name]),
+        jobsets=tuple([js for js, _ in running] + list(pending)),
+        pods=tuple(pods),
+    )
+
+
+def victims(snap: Snapshot, settings: Settings | None = None) -> list[tuple[str, ...]]:
+    return [p.victims for p in decide(snap, settings).preemptions]
+
+
+def test_picks_the_victim_that_loses_the_least_work() -> None:
+    fresh = make_jobset("fresh-ckpt", priority=LOW, last_checkpoint=NOW - 60)
+    stale = make_jobset("stale-ckpt", priority=LOW - 10, last_checkpoint=NOW - 3000)
+    high = make_jobset("high", priority=HIGH)
+    d = decide(cluster(2, [(fresh, [0]), (stale, [1])], [high]))
+    assert [p.victims for p in d.preemptions] == [("default/fresh-ckpt",)]
+    assert d.preemptions[0].work_lost == 16 * 60
+
+
+def test_work_lost_estimates() -> None:
+    js = make_jobset("j", priority=1, running_since=1000.0, created=500.0)
+    assert work_lost_seconds(js, 1600.0) == 600.0
+    assert work_lost_seconds(replace(js, last_checkpoint=1500.0), 1600.0) == 100.0
+    assert work_lost_seconds(replace(js, last_checkpoint=900.0), 1600.0) == 600.0, "checkpoint of an old run"
+    assert work_lost_seconds(replace(js, checkpoint_interval=250.0), 1600.0) == 100.0
+    assert work_lost_seconds(replace(js, running_since=None), 1600.0) == 1100.0
+
+
+def test_fewest_victims_when_work_lost_ties() -> None:
+    cands = [
+        Candidate("a/one", 1, 100, ("p1",), ()),
+        Candidate("a/two", 1, 100, ("p2",), ()),
+        Candidate("a/both", 1, 200, ("p3", "p4"), ()),
+    ]
+    chosen = select_victims(cands, 2)
+    assert chosen is not None
+    assert [c.key for c in chosen] == ["a/both"]
+
+
+def test_cheaper_pair_beats_expensive_multi_slice_victim() -> None:
+    cands = [
+        Candidate("a/one", 1, 10, ("p1",), ()),
+        Candidate("a/two", 1, 10, ("p2",), ()),
+        Candidate("a/big", 1, 500, ("p3", "p4"), ()),
+    ]
+    chosen = select_victims(cands, 2)
+    assert chosen is not None
+    assert sorted(c.key for c in chosen) == ["a/one", "a/two"]
+
+
+def test_selection_is_minimal_and_all_or_nothing() -> None:
+    cands = [Candidate("a/x", 1, 0, ("p1",), ()), Candidate("a/y", 1, 5, ("p2", "p3"), ())]
+    chosen = select_victims(cands, 1)
+    assert chosen is not None and [c.key for c in chosen] == ["a/x"]
+    assert select_victims(cands, 4) is None
+    assert select_victims([], 1) is None
+    assert select_victims(cands, 0) == ()
+
+
+def test_multi_slice_victim_frees_all_its_slices_and_every_pod_is_evicted() -> None:
+    low = make_jobset("low", priority=LOW, slices=2)
+    high = make_jobset("high", priority=HIGH, slices=2)
+    d = decide(cluster(2, [(low, [0, 1])], [high]))
+    assert [(p.victims, p.pools) for p in d.preemptions] == [(("default/low",), ("p-0", "p-1"))]
+    evicted = {a.name for a in d.actions if isinstance(a, EvictPod)}
+    assert evicted == {f"low-slice-{s}-{i}" for s in range(2) for i in range(4)}
+
+
+def test_only_as_many_victims_as_slices_needed() -> None:
+    lows = [make_jobset(f"low-{i}", priority=LOW) for i in range(4)]
+    high = make_jobset("high", priority=HIGH, slices=2)
+    d = decide(cluster(4, [(js, [i]) for i, js in enumerate(lows)], [high]))
+    assert len(d.preemptions) == 1 and len(d.preemptions[0].victims) == 2
+
+
+def test_not_enough_victims_means_no_preemption_at_all() -> None:
+    low = make_jobset("low", priority=LOW)
+    peer = make_jobset("peer", priority=HIGH)
+    high = make_jobset("high", priority=HIGH, slices=2)
+    d = decide(cluster(2, [(low, [0]), (peer, [1])], [high]))
+    assert d.preemptions == () and d.actions == ()
+
+
+def test_free_pool_means_no_preemption() -> None:
+    low = make_jobset("low", priority=LOW)
+    high = make_jobset("high", priority=HIGH)
+    d = decide(cluster(2, [(low, [0])], [high]))
+    assert d.actions == ()
+    assert any("free" in n for n in d.notes)
+
+
+def test_free_pool_covers_part_of_the_need_only() -> None:
+    lows = [make_jobset(f"low-{i}", priority=LOW) for i in range(2)]
+    high = make_jobset("high", priority=HIGH, slices=2)
+    d = decide(cluster(3, [(lows[0], [0]), (lows[1], [1])], [high]))
+    assert len(d.preemptions) == 1 and d.preemptions[0].slices_needed == 1
+
+
+def test_nothing_while_kube_scheduler_nominates() -> None:
+    low = make_jobset("low", priority=LOW)
+    high = make_jobset("high", priority=HIGH)
+    snap = cluster(1, [(low, [0])], [high])
+    pods = tuple(replace(p, nominated_node="p-0-n0") if p.jobset == high.key else p for p in snap.pods)
+    d = decide(replace(snap, pods=pods))
+    assert d.actions == ()
+    assert any("kube-scheduler" in n for n in d.notes)
+
+
+def test_waits_for_kube_scheduler_first() -> None:
+    low = make_jobset("low", priority=LOW)
+    high = make_jobset("high", priority=HIGH)
+    assert victims(cluster(1, [(low, [0])], [high], pending_for=5.0)) == []
+    assert victims(cluster(1, [(low, [0])], [high], pending_for=10.0)) == [("default/low",)]
+
+
+def test_unmanaged_and_opted_out_jobsets_are_never_victims() -> None:
+    unmanaged = make_jobset("unmanaged", priority=1, managed=False)
+    keep = make_jobset("keep", priority=2, preemptible=False)
+    low = make_jobset("low", priority=LOW)
+    high = make_jobset("high", priority=HIGH)
+    snap = cluster(3, [(unmanaged, [0]), (keep, [1]), (low, [2])], [high])
+    assert victims(snap) == [("default/low",)]
+    snap2 = cluster(2, [(unmanaged, [0]), (keep, [1])], [high])
+    assert decide(snap2).actions == ()
+
+
+def test_unmanaged_pending_jobset_is_no_beneficiary() -> None:
+    low = make_jobset("low", priority=LOW)
+    high = make_jobset("high", priority=HIGH, managed=False)
+    assert decide(cluster(1, [(low, [0])], [high])).actions == ()
+
+
+def test_restart_budget_is_protected_unless_disruptions_are_ignored() -> None:
+    spent = make_jobset("spent", priority=LOW, max_restarts=3, restarts=3)
+    high = make_jobset("high", priority=HIGH)
+    assert victims(cluster(1, [(spent, [0])], [high])) == []
+    tolerant = replace(spent, disruption_ignores_max_restarts=True)
+    assert victims(cluster(1, [(tolerant, [0])], [high])) == [("default/spent",)]
+    assert victims(cluster(1, [(spent, [0])], [high]), Settings(protect_restart_budget=False)) == [
+        ("default/spent",)
+    ]
+
+
+def test_victim_shared_pool_is_not_counted_as_freed() -> None:
+    low = make_jobset("low", priority=LOW)
+    other = make_jobset("other", priority=LOW, managed=False)
+    high = make_jobset("high", priority=HIGH)
+    snap = cluster(1, [(low, [0])], [high])
+    intruder = Pod("default", "intruder", "uid-i", jobset=other.key, job="x", node="p-0-n3", phase="Running")
+    snap = replace(snap, pods=(*snap.pods, intruder), jobsets=(*snap.jobsets, other))
+    assert decide(snap).actions == ()
+
+
+def test_suspended_jobsets_are_kueues_business() -> None:
+    low = make_jobset("low", priority=LOW)
+    high = make_jobset("high", priority=HIGH, suspended=True)
+    assert decide(cluster(1, [(low, [0])], [high])).actions == ()
+
+
+def test_preemption_records_why_and_when_on_the_victim() -> None:
+    low = make_jobset("low", priority=LOW, annotations={constants.PREEMPTION_COUNT_ANNOTATION: "2"})
+    high = make_jobset("high", priority=HIGH)
+    d = decide(cluster(1, [(low, [0])], [high]))
+    (note,) = [a for a in d.actions if isinstance(a, AnnotateJobSet)]
+    ann = dict(note.annotations)
+    assert (note.namespace, note.name, note.uid) == ("default", "low", low.uid)
+    assert ann[constants.PREEMPTED_FOR_ANNOTATION] == "default/high"
+    assert ann[constants.PREEMPTED_AT_ANNOTATION] == format_time(NOW)
+    assert ann[constants.PREEMPTED_POOLS_ANNOTATION] == "p-0"
+    assert ann[constants.PREEMPTION_COUNT_ANNOTATION] == "3"
+    assert "priority 2000000 > 1000000" in ann[constants.PREEMPTION_REASON_ANNOTATION]
+    evictions = [a for a in d.actions if isinstance(a, EvictPod)]
+    assert len(evictions) == 4 and all(a.cause is EvictionCause.PREEMPTION for a in evictions)
+    assert d.actions.index(note) < d.actions.index(evictions[0]), "the record is written before evicting"
+
+
+def test_refused_evictions_are_retried_without_picking_another_victim() -> None:
+    low = make_jobset("low", priority=LOW)
+    other = make_jobset("other", priority=LOW)
+    high = make_jobset("high", priority=HIGH)
+    snap = cluster(2, [(low, [0]), (other, [1])], [high])
+    d = decide(snap)
+    (victim,) = d.preemptions[0].victims
+    # Apply only the annotation, as if every eviction had been refused by a PDB.
+    after = apply_actions(snap, [a for a in d.actions if isinstance(a, AnnotateJobSet)])
+    retry = decide(after)
+    assert retry.preemptions == ()
+    assert not any(isinstance(a, AnnotateJobSet) for a in retry.actions)
+    assert {a.jobset for a in retry.actions if isinstance(a, EvictPod)} == {victim}
+
+
+def test_victims_restarted_pods_on_the_reserved_pool_are_left_alone_during_settle() -> None:
+    low = make_jobset("low", priority=LOW)
+    high = make_jobset("high", priority=HIGH)
+    marked = replace(
+        low,
+        annotations={
+            **low.annotations,
+            constants.PREEMPTED_FOR_ANNOTATION: "default/high",
+            constants.PREEMPTED_AT_ANNOTATION: format_time(NOW - 30),
+            constants.PREEMPTED_POOLS_ANNOTATION: "p-0",
+        },
+    )
+    snap = cluster(1, [(marked, [0])], [high])
+    snap = replace(
+        snap, pods=tuple(replace(p, created=NOW - 5) if p.jobset == low.key else p for p in snap.pods)
+    )
+    assert decide(snap).actions == ()
+    later = replace(snap, now=NOW + 200)
+    assert [p.victims for p in decide(later).preemptions] == [("default/low",)]
+
+
+def test_own_restart_on_healthy_pools_preempts_nobody() -> None:
+    """A software crash restarts the JobSet in place: its old pods drain and free its own pools."""
+    low = make_jobset("low", priority=LOW)
+    high = make_jobset("high", priority=HIGH)
+    snap = cluster(2, [(high, [0]), (low, [1])])
+    pods = tuple(replace(p, deletion_timestamp=NOW - 5) if p.jobset == high.key else p for p in snap.pods)
+    pods += pending_pods(high, unschedulable_since=NOW - 30, attempt=2)
+    assert decide(replace(snap, pods=pods)).actions == ()
+
+
+@pytest.mark.parametrize("settings", [Settings(preemption=False)])
+def test_preemption_can_be_switched_off(settings: Settings) -> None:
+    low = make_jobset("low", priority=LOW)
+    high = make_jobset("high", priority=HIGH)
+    assert decide(cluster(1, [(low, [0])], [high]), settings).actions == ()
+
+
+def test_a_pool_about_to_recover_is_waited_for() -> None:
+    low = make_jobset("low", priority=LOW)
+    high = make_jobset("high", priority=HIGH)
+    snap = cluster(2, [(low, [1])], [high])
+
+    def recovering(clean_for: float) -> Snapshot:
+        state = {
+            constants.UNHEALTHY_SINCE_ANNOTATION: format_time(NOW - 600),
+            constants.CLEAN_SINCE_ANNOTATION: format_time(NOW - clean_for),
+            constants.UNHEALTHY_REASON_ANNOTATION: "p-0-n1: Ready=Unknown",
+        }
+        nodes = tuple(
+            replace(n, taints=(*n.taints, OWN_TAINT), annotations=state) if n.pool == "p-0" else n
+            for n in snap.nodes
+        )
+        return replace(snap, nodes=nodes)
+
+    soon = decide(recovering(115))
+    status = soon.pool("p-0")
+    assert status is not None and status.recovers_at == NOW + 5
+    assert soon.preemptions == () and soon.actions == ()
+    assert victims(recovering(60)) == [("default/low",)]
