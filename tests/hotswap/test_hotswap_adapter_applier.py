@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tests.hotswap.hotswap_fakes import FakeApi, json_patch, node_obj
-
 from hotswap.adapter.api import ApiError
 from hotswap.adapter.applier import Applier, Outcome, event_body, node_patch
 from hotswap.adapter.convert import node_from_api
@@ -22,6 +20,7 @@ from hotswap.core import (
 )
 from hotswap.core import constants as k
 from hotswap.core.health import OWN_TAINT
+from tests.hotswap.hotswap_fakes import FakeApi, json_patch, node_obj
 
 GKE_TAINT = {"key": k.TPU_RESOURCE, "value": "present", "effect": "NoSchedule"}
 UNREACHABLE = {"key": k.UNREACHABLE_TAINT, "effect": "NoExecute", "timeAdded": "2030-01-01T00:00:00Z"}

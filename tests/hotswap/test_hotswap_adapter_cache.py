@@ -7,11 +7,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from tests.hotswap.hotswap_fakes import FakeApi, node_obj
 
 from hotswap.adapter.api import JSON, ApiError, Resource
 from hotswap.adapter.cache import WatchCache
 from hotswap.adapter.convert import NodeRecord, node_from_api
+from tests.hotswap.hotswap_fakes import FakeApi, node_obj
 
 NODES = Resource("nodes", "cloud.google.com/gke-tpu-accelerator")
 

@@ -8,8 +8,6 @@ import urllib.error
 import urllib.request
 from dataclasses import replace
 
-from tests.hotswap.hotswap_fakes import FakeApi, jobset_obj, node_obj, pod_obj
-
 from hotswap.adapter.config import Config, RuntimeConfig
 from hotswap.adapter.controller import Controller
 from hotswap.adapter.leader import LeaderElector
@@ -17,6 +15,7 @@ from hotswap.adapter.metrics import Metrics
 from hotswap.adapter.probes import ProbeServer
 from hotswap.core import Settings
 from hotswap.core import constants as k
+from tests.hotswap.hotswap_fakes import FakeApi, jobset_obj, node_obj, pod_obj
 
 NOW = 1_000_000.0
 HIGH, LOW = 2_000_000, 1_000_000

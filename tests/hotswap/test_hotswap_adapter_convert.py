@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from tests.hotswap.hotswap_fakes import jobset_obj, node_obj, pod_obj
-
 from hotswap.adapter.convert import (
     jobset_from_api,
     node_from_api,
@@ -14,6 +12,7 @@ from hotswap.adapter.convert import (
 )
 from hotswap.core import constants as k
 from hotswap.core import is_managed, parse_time
+from tests.hotswap.hotswap_fakes import jobset_obj, node_obj, pod_obj
 
 
 def test_node_conversion_keeps_taint_order_and_times() -> None:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from tests.hotswap.hotswap_fakes import FakeApi
 
 from hotswap.adapter.api import ApiError
 from hotswap.adapter.leader import LeaderElector
+from tests.hotswap.hotswap_fakes import FakeApi
 
 NS, NAME = "tpu-hotswap", "tpu-hotswap"
 
