@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
 
-from .context import ContextError, LintContext, context_from_queue_directory, load_context
+from .context import ContextError, LintContext, load_context
 from .findings import SEVERITY_ORDER, Finding
 
 HELP = "lint JobSet manifests: will Kueue manage and admit them, can hotswap help them?"
@@ -39,20 +39,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _stack_context(stack: str, stacks_dir: Path | None) -> LintContext:
-    """The context of a stack file, through the queue model's ``queue_directory``."""
+    """The context of a stack file: its queues, nominal quotas, priorities and slices."""
     from ..config import StackConfigError
-    from ..kueue import queue_directory
     from ..plan.stacks import STACKS_DIR, load_stack_config, parse_stack_config, stack_file
-    from ..slices import capacity_by_shape, expand_slices
+    from .stack import context_from_stack
 
     try:
         cfg = parse_stack_config(load_stack_config(stack_file(stack, stacks_dir or STACKS_DIR)))
     except StackConfigError as err:
         raise ContextError(f"stack {stack}: {err}") from err
-    slices = {capacity.shape: capacity.slices for capacity in capacity_by_shape(expand_slices(cfg))}
-    return context_from_queue_directory(
-        queue_directory(cfg), slices, manage_jobs_without_queue_name=cfg.kueue.manage_jobs_without_queue_name
-    )
+    return context_from_stack(cfg)
 
 
 def _read(path: Path) -> str:
