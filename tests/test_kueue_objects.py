@@ -258,3 +258,16 @@ def test_queue_directory(cfg: PlatformConfig) -> None:
     doc = directory.as_dict()
     assert doc["localQueues"][0]["clusterQueue"] in {"research-cq", "applied-cq"}
     assert {f["name"] for f in doc["flavors"]} == {"tpu-v6e-4x4", "tpu-v6e-8x8"}
+
+
+def test_overcommit_is_declared_on_cluster_queues(stack: dict[str, Any]) -> None:
+    from policy.tpu_platform_policy.rules import OVERCOMMIT_ANNOTATION
+    from tpu_platform.kueue.objects import cluster_queue
+
+    stack["tpu-platform:teams"] = [{"name": "a", "quota": [{"topology": "4x4", "slices": 2}]}]
+    cfg = parse_stack_config(stack)
+    assert "annotations" not in cluster_queue(cfg, cfg.teams[0])["metadata"]
+    stack["tpu-platform:kueue"] = {"allowOvercommit": True}
+    stack["tpu-platform:teams"][0]["quota"][0]["slices"] = 3
+    cfg = parse_stack_config(stack)
+    assert cluster_queue(cfg, cfg.teams[0])["metadata"]["annotations"] == {OVERCOMMIT_ANNOTATION: "true"}

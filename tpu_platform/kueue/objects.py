@@ -32,6 +32,9 @@ LABEL_PART_OF = "app.kubernetes.io/part-of"
 MANAGED_LABELS = {LABEL_MANAGED_BY: "tpu-platform", LABEL_PART_OF: "tpu-platform"}
 
 
+OVERCOMMIT_ANNOTATION = "tpu-platform.dev/tpu-overcommit"
+
+
 def _metadata(name: str, namespace: str | None = None, **labels: str) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name}
     if namespace is not None:
@@ -164,12 +167,11 @@ def cluster_queue(cfg: PlatformConfig, team: TeamConfig) -> dict[str, Any]:
     if team.stop_policy is not None:
         spec["stopPolicy"] = team.stop_policy
     spec["resourceGroups"] = resource_groups(cfg, team.resolved_quota())
-    return {
-        "apiVersion": KUEUE_API,
-        "kind": "ClusterQueue",
-        "metadata": _metadata(team.cluster_queue, **{LABEL_TEAM: team.name}),
-        "spec": spec,
-    }
+    metadata = _metadata(team.cluster_queue, **{LABEL_TEAM: team.name})
+    if cfg.kueue.allow_overcommit:
+        # Declares the overcommit to the policy pack, which otherwise holds quotas to capacity.
+        metadata["annotations"] = {OVERCOMMIT_ANNOTATION: "true"}
+    return {"apiVersion": KUEUE_API, "kind": "ClusterQueue", "metadata": metadata, "spec": spec}
 
 
 def local_queue(team: TeamConfig, namespace: str, name: str) -> dict[str, Any]:
