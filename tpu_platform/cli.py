@@ -99,6 +99,12 @@ def build_parser() -> argparse.ArgumentParser:
     lint = sub.add_parser("lint", help=lint_command.HELP)
     lint_command.configure(lint)
     lint.set_defaults(func=lint_command.run)
+
+    from sim import whatif as whatif_command
+
+    whatif = sub.add_parser("whatif", help=whatif_command.HELP)
+    whatif_command.configure(whatif)
+    whatif.set_defaults(func=whatif_command.run)
     return parser
 
 

@@ -1,0 +1,231 @@
+"""The JobSet and Job controllers: attempts, exclusive-placement followers, failure policy, restarts,
+productive time and checkpoints.
+
+Failure semantics (JobSet v0.12, Job podFailurePolicy):
+- with a pod failure policy, only a pod in phase Failed (or deleted before reaching it) fails its Job,
+  so a pod stuck Terminating on a dead node fails nothing; a DisruptionTarget condition makes the
+  restart free (RestartJobSetAndIgnoreMaxRestarts), any other failure counts against maxRestarts;
+- without one, a terminating pod already counts as failed (podReplacementPolicy TerminatingOrFailed);
+- BlockingRecreate creates new Jobs only once every old pod is gone; Recreate at once.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from sim.cluster import Cluster
+from sim.model import (
+    BLOCKING,
+    CAUSE_DONE,
+    CAUSE_FAILURE,
+    CAUSE_KUEUE,
+    CAUSE_RESTART,
+    RECREATE,
+    SUCCEEDED,
+    SimNode,
+    SimPod,
+    Workload,
+)
+
+
+class RunObserver:
+    """Metrics hooks; the defaults do nothing."""
+
+    def run_started(self, w: Workload, now: float) -> None:
+        return None
+
+    def run_stopped(self, w: Workload, now: float, cause: str, lost_s: float, was_productive: bool) -> None:
+        return None
+
+    def restarted(self, w: Workload, now: float, cause: str, counted: bool) -> None:
+        return None
+
+    def finished(self, w: Workload, now: float) -> None:
+        return None
+
+
+class JobSetController:
+    def __init__(self, cluster: Cluster, observer: RunObserver, release: Callable[[Workload], None]) -> None:
+        self.c = cluster
+        self.obs = observer
+        self.release = release
+        """Tells Kueue the workload no longer holds quota (finished or failed)."""
+        cluster.pod_listeners.append(self.on_pod)
+
+    # --- attempts ------------------------------------------------------------------------------------
+    def start(self, w: Workload) -> None:
+        """Kueue admitted (unsuspended) the JobSet: create its Jobs."""
+        self.c.engine.after(self.c.t.kueue_admit_s, "jobset-unsuspend", self._new_attempt, w.key, w.token)
+
+    def _new_attempt(self, key: str, token: int) -> None:
+        w = self.c.workloads[key]
+        if w.state != "admitted" or w.token != token:
+            return
+        w.restarting = False
+        w.attempt += 1
+        w.token += 1
+        for i in range(w.spec.slices):
+            self.c.create_pod(w, slice_index=i, index=0)
+
+    def _followers(self, key: str, leader_key: str, attempt: int) -> None:
+        w = self.c.workloads[key]
+        leader = self.c.pods.get(leader_key)
+        if w.attempt != attempt or leader is None or leader.terminating or leader.pool is None:
+            return
+        for j in range(1, w.nodes_per_slice):
+            self.c.create_pod(w, slice_index=leader.slice_index, index=j, pool_selector=leader.pool)
+
+    # --- pod lifecycle -------------------------------------------------------------------------------
+    def on_pod(self, pod: SimPod, what: str) -> None:
+        w = self.c.workloads.get(pod.workload)
+        if w is None:
+            return
+        if what == "bound":
+            if pod.leader and pod.attempt == w.attempt and w.nodes_per_slice > 1:
+                self.c.engine.after(
+                    self.c.t.follower_create_s, "followers", self._followers, w.key, pod.key, w.attempt
+                )
+            self.check_ready(w)
+            return
+        if what == "gone":
+            self._maybe_unblock(w)
+        if w.state != "admitted" or pod.attempt != w.attempt or w.restarting:
+            return
+        self.stop_run(w, pod.cause or CAUSE_FAILURE)
+        pfp = w.spec.pod_failure_policy
+        failed = (
+            what == "failed"
+            or (what == "gone" and pod.phase != SUCCEEDED)
+            or (what == "terminating" and not pfp)
+        )
+        if failed:
+            self.restart(w, pod.cause or CAUSE_FAILURE, counted=not (pfp and pod.disruption is not None))
+
+    def node_died(self, node: SimNode) -> None:
+        """The kubelet is silent: every workload with a pod there stops making progress (it hangs)."""
+        for key in sorted(node.holders):
+            pod = self.c.pods[key]
+            w = self.c.workloads.get(pod.workload)
+            if w is not None and w.state == "admitted" and pod.attempt == w.attempt and not w.restarting:
+                self.stop_run(w, CAUSE_FAILURE, hit=True)
+
+    def restart(self, w: Workload, cause: str, *, counted: bool) -> None:
+        self.obs.restarted(w, self.c.now, cause, counted)
+        if counted:
+            w.restarts += 1
+        if w.restarts > w.spec.max_restarts:
+            self._terminate(w, "failed", cause)
+            return
+        w.restarting = True
+        w.token += 1
+        for p in sorted(w.pods.values(), key=lambda p: p.key):
+            self.c.delete_pod(p, CAUSE_RESTART)
+        if w.spec.restart_strategy == RECREATE:
+            self.c.engine.after(
+                self.c.t.jobset_recreate_s, "jobset-recreate", self._new_attempt, w.key, w.token
+            )
+        else:
+            self._maybe_unblock(w)
+
+    def _maybe_unblock(self, w: Workload) -> None:
+        if w.restarting and w.spec.restart_strategy == BLOCKING and not w.pods and w.state == "admitted":
+            self.c.engine.after(
+                self.c.t.jobset_recreate_s, "jobset-recreate", self._new_attempt, w.key, w.token
+            )
+
+    def suspend(self, w: Workload) -> None:
+        """Kueue evicted the workload: its Jobs are deleted and it waits in the queue again."""
+        self.stop_run(w, CAUSE_KUEUE)
+        w.state = "queued"
+        w.restarting = False
+        w.token += 1
+        for p in sorted(w.pods.values(), key=lambda p: p.key):
+            self.c.delete_pod(p, CAUSE_KUEUE, disruption="EvictedByKueue")
+
+    def _terminate(self, w: Workload, state: str, cause: str) -> None:
+        self.stop_run(w, cause)
+        w.state = state
+        w.token += 1
+        for p in sorted(w.pods.values(), key=lambda p: p.key):
+            if state == "done":
+                self.c.fail_pod(p, CAUSE_DONE, phase=SUCCEEDED)
+            self.c.delete_pod(p, CAUSE_DONE if state == "done" else CAUSE_RESTART)
+        self.release(w)
+        self.obs.finished(w, self.c.now)
+
+    # --- progress ------------------------------------------------------------------------------------
+    def check_ready(self, w: Workload) -> None:
+        """All pods of the attempt bound to live nodes: productive once the last one has started up."""
+        if w.state != "admitted" or w.restarting or w.productive:
+            return
+        pods = w.current_pods()
+        if len(pods) != w.spec.slices * w.nodes_per_slice:
+            return
+        latest = 0.0
+        for p in pods:
+            if not p.holding or p.terminating or not self.c.kubelet_alive(p) or p.bound_at is None:
+                return
+            latest = max(latest, p.bound_at)
+        ready_at = latest + self.c.t.pod_startup_s
+        self.c.engine.at(max(ready_at, self.c.now), "pods-running", self._productive, w.key, w.token)
+
+    def _productive(self, key: str, token: int) -> None:
+        w = self.c.workloads[key]
+        if w.token != token or w.productive or w.state != "admitted" or w.restarting:
+            return
+        pods = w.current_pods()
+        if len(pods) != w.spec.slices * w.nodes_per_slice or not all(
+            p.holding and not p.terminating and self.c.kubelet_alive(p) for p in pods
+        ):
+            return
+        w.productive_since = self.c.now
+        w.token += 1
+        self.obs.run_started(w, self.c.now)
+        if w.spec.work_s is not None:
+            remaining = max(0.0, w.spec.work_s - w.progress)
+            self.c.engine.after(remaining, "jobset-complete", self._complete, w.key, w.token)
+
+    def _complete(self, key: str, token: int) -> None:
+        w = self.c.workloads[key]
+        if w.token != token or not w.productive:
+            return
+        self._terminate(w, "done", CAUSE_DONE)
+
+    def stop_run(self, w: Workload, cause: str, *, hit: bool = False) -> None:
+        """End the current run (if any): progress since the last checkpoint is lost unless it completed."""
+        was_productive = w.productive
+        if not was_productive and not hit:
+            return
+        now = self.c.now
+        lost = 0.0
+        if w.productive_since is not None:
+            progress = w.progress + (now - w.productive_since)
+            start, base = w.productive_since, w.progress
+            w.productive_since = None
+            if cause == CAUSE_DONE and w.spec.work_s is not None:
+                w.progress = w.spec.work_s
+            else:
+                interval = w.spec.checkpoint_s
+                cp = w.checkpoint_progress
+                if interval:
+                    reached = math.floor(progress / interval) * interval
+                    if reached > cp:
+                        cp = reached
+                        w.last_checkpoint_at = start + (cp - base)
+                lost = progress - cp
+                w.progress = cp
+                w.checkpoint_progress = cp
+            w.token += 1
+        self.obs.run_stopped(w, now, cause, lost, was_productive)
+
+    def last_checkpoint_time(self, w: Workload, now: float) -> float | None:
+        """Wall time of the last checkpoint written, as the workload would report it."""
+        interval = w.spec.checkpoint_s
+        if w.productive_since is None or not interval:
+            return w.last_checkpoint_at
+        progress = w.progress + (now - w.productive_since)
+        reached = math.floor(progress / interval) * interval
+        if reached > w.checkpoint_progress:
+            return w.productive_since + (reached - w.progress)
+        return w.last_checkpoint_at

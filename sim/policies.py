@@ -1,0 +1,110 @@
+"""The two policies compared on the same trace.
+
+``Baseline`` is the scheduler-only recipe: Kueue, JobSet and kube-scheduler as modelled, nothing else.
+``Hotswap`` adds the controller: its real decision core (``hotswap.core.decide``) reconciles on watch
+events (after the adapter's debounce) and at least every reconcile interval, on a snapshot of the
+simulated cluster, and its actions are applied to it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from hotswap.core import Preemption, Settings, decide
+from sim.cluster import Cluster
+from sim.engine import Handle
+from sim.snapshot import CheckpointClock, SnapshotBuilder, apply, quiescent
+
+
+class Policy(Protocol):
+    name: str
+
+    def attach(self, cluster: Cluster, last_checkpoint: CheckpointClock) -> None: ...
+
+
+class Baseline:
+    """The scheduler-only recipe: no controller."""
+
+    name = "baseline"
+
+    def attach(self, cluster: Cluster, last_checkpoint: CheckpointClock) -> None:
+        return None
+
+
+@dataclass(slots=True)
+class ControllerStats:
+    reconciles: int = 0
+    skipped_idle: int = 0
+    decide_seconds: float = 0.0
+    max_decide_seconds: float = 0.0
+    actions: Counter[str] = field(default_factory=Counter)
+    preemptions: list[Preemption] = field(default_factory=list)
+    held: int = 0
+    tainted: list[tuple[str, float, float | None]] = field(default_factory=list)
+    """(pool, from, to) while the controller held the pool declared unhealthy (tainted)."""
+    _open: dict[str, int] = field(default_factory=dict)
+
+    def track(self, now: float, declared: dict[str, bool]) -> None:
+        for pool, bad in declared.items():
+            if bad and pool not in self._open:
+                self._open[pool] = len(self.tainted)
+                self.tainted.append((pool, now, None))
+            elif not bad and pool in self._open:
+                i = self._open.pop(pool)
+                self.tainted[i] = (pool, self.tainted[i][1], now)
+
+
+class Hotswap:
+    """The controller's decision core driving the simulated cluster."""
+
+    name = "hotswap"
+
+    def __init__(self, settings: Settings | None = None, *, verify_idle: bool = False) -> None:
+        self.settings = settings if settings is not None else Settings()
+        self.verify_idle = verify_idle
+        self.stats = ControllerStats()
+        self._next: Handle | None = None
+
+    def attach(self, cluster: Cluster, last_checkpoint: CheckpointClock) -> None:
+        self.c = cluster
+        self.snapshots = SnapshotBuilder(cluster, last_checkpoint)
+        cluster.watchers.append(self._on_watch)
+        self._arm(0.0)
+
+    def _arm(self, delay: float) -> None:
+        """Make sure a reconcile happens within ``delay``."""
+        due = self.c.now + delay
+        if self._next is not None and self._next.pending and self._next.at <= due:
+            return
+        if self._next is not None:
+            self._next.cancel()
+        self._next = self.c.engine.at(due, "reconcile", self._reconcile)
+
+    def _on_watch(self) -> None:
+        self._arm(self.c.t.reconcile_debounce_s)
+
+    def _reconcile(self) -> None:
+        self._next = None
+        idle = quiescent(self.c)
+        if idle and not self.verify_idle:
+            self.stats.skipped_idle += 1
+            return
+        snap = self.snapshots.build()
+        t0 = time.perf_counter()
+        decision = decide(snap, self.settings)
+        spent = time.perf_counter() - t0
+        if idle and decision.actions:
+            raise AssertionError(f"t={snap.now}: quiescent cluster but decide acted: {decision.actions[:3]}")
+        stats = self.stats
+        stats.reconciles += 1
+        stats.decide_seconds += spent
+        stats.max_decide_seconds = max(stats.max_decide_seconds, spent)
+        stats.held += int(decision.held)
+        stats.preemptions.extend(decision.preemptions)
+        stats.actions.update(apply(self.c, decision.actions))
+        stats.track(snap.now, {p.name: p.declared for p in decision.pools})
+        if not quiescent(self.c):
+            self._arm(self.c.t.reconcile_interval_s)

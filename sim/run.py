@@ -1,0 +1,203 @@
+"""A scenario (fleet, queues, workloads, failure trace, timings) and one policy, wired into one run."""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+
+from hotswap.core import Settings, settings_from_mapping
+from sim.cluster import Cluster
+from sim.engine import Engine
+from sim.infra import Failure, Infra, Observer
+from sim.jobset import JobSetController
+from sim.kueue import Kueue, QueueSetup, setup_from_stack
+from sim.metrics import Recorder, Summary, summarize
+from sim.model import Pool, SimPod, Workload, WorkloadSpec
+from sim.params import Timings
+from sim.policies import Baseline, ControllerStats, Hotswap, Policy
+from sim.scheduler import Scheduler
+from sim.workload import MixOptions, Successor, mix_from_stack, pools_from_stack
+from tpu_platform.config import PlatformConfig
+
+
+@dataclass(frozen=True)
+class Scenario:
+    pools: tuple[Pool, ...]
+    """Templates; every run gets fresh copies."""
+    queues: QueueSetup
+    workloads: tuple[WorkloadSpec, ...]
+    trace: tuple[Failure, ...]
+    end: float
+    seed: int = 0
+    timings: Timings = field(default_factory=Timings)
+    settings: Settings = field(default_factory=Settings)
+    """The controller's settings (the hotswap policy only)."""
+    successor: Successor | None = None
+    """Closed-loop backlog: what to submit when a JobSet finishes."""
+    high_priority: int | None = None
+    """JobSets at or above this priority count for MTTR; default: the highest submitted priority."""
+    measure_from: float = 0.0
+
+    @property
+    def top_priority(self) -> int:
+        if self.high_priority is not None:
+            return self.high_priority
+        return max((w.priority for w in self.workloads), default=0)
+
+
+@dataclass
+class Result:
+    policy: str
+    scenario: Scenario
+    metrics: Recorder
+    summary: Summary
+    cluster: Cluster
+    controller: ControllerStats | None
+    events: int
+    wall_s: float
+    log: list[tuple[float, str]] | None = None
+
+
+def stack_settings(cfg: PlatformConfig) -> Settings:
+    """The controller settings the stack deploys (its ``hotswap.settings``), else the defaults."""
+    section = getattr(cfg, "hotswap", None)
+    if section is None or not getattr(section, "settings", None):
+        return Settings()
+    return settings_from_mapping(section.controller_settings())
+
+
+def stack_scenario(
+    cfg: PlatformConfig,
+    *,
+    trace: tuple[Failure, ...] = (),
+    end: float,
+    seed: int = 0,
+    workloads: list[WorkloadSpec] | None = None,
+    timings: Timings | None = None,
+    mix: MixOptions | None = None,
+    successor: Successor | None = None,
+) -> Scenario:
+    return Scenario(
+        pools=tuple(pools_from_stack(cfg)),
+        queues=setup_from_stack(cfg),
+        workloads=tuple(workloads if workloads is not None else mix_from_stack(cfg, mix)),
+        trace=trace,
+        end=end,
+        seed=seed,
+        timings=timings or Timings(),
+        settings=stack_settings(cfg),
+        successor=successor,
+    )
+
+
+class Simulation:
+    def __init__(self, scenario: Scenario, policy: Policy, *, record: bool = False) -> None:
+        s = scenario
+        self.scenario = s
+        self.policy = policy
+        self.engine = Engine(record=record)
+        pools = [Pool(p.name, p.topology, p.chips, p.size, p.team) for p in s.pools]
+        self.shapes = {p.topology: (p.size, p.chips) for p in pools}
+        self.cluster = c = Cluster(self.engine, s.timings, pools)
+        self.metrics = m = Recorder(
+            high_priority=s.top_priority, total_chips=sum(p.chips for p in pools), start=s.measure_from
+        )
+        self.jobsets = JobSetController(c, m, release=self._release)
+        self.kueue = Kueue(
+            c, s.queues, start=self.jobsets.start, evict=self.jobsets.suspend, on_preempt=m.kueue_preempted
+        )
+        self.scheduler = Scheduler(
+            c, random.Random(f"scheduler:{s.seed}"), on_preempt=m.scheduler_preempted, on_hazard=self._hazard
+        )
+        self.infra = Infra(
+            c,
+            s.trace,
+            seed=s.seed,
+            node_died=self.jobsets.node_died,
+            observer=Observer(failed=m.node_failed, absorbed=m.failure_absorbed, repair=m.repair),
+            target=self._top_node,
+        )
+        c.occupancy_listeners.append(self._occupied)
+        for spec in s.workloads:
+            self.engine.at(spec.submit_at, "submit", self._submit, spec)
+        policy.attach(c, self.jobsets.last_checkpoint_time)
+
+    def _submit(self, spec: WorkloadSpec) -> None:
+        if spec.topology not in self.shapes:
+            raise ValueError(f"workload {spec.key}: no slice of topology {spec.topology} in the fleet")
+        nodes, chips = self.shapes[spec.topology]
+        self.kueue.submit(spec, shape_nodes=nodes, shape_chips=chips)
+
+    def _release(self, w: Workload) -> None:
+        self.kueue.release(w)
+        if not w.pods:
+            del self.cluster.workloads[w.key]
+        if self.scenario.successor is not None:
+            nxt = self.scenario.successor(w.spec, self.engine.now)
+            if nxt is not None:
+                self._submit(nxt)
+
+    def _top_node(self) -> str | None:
+        """The last node of the first pool of the highest-priority productive JobSet (largest first)."""
+        running = [w for w in self.cluster.workloads.values() if w.productive]
+        if not running:
+            return None
+        w = min(running, key=lambda w: (-w.priority, -w.chips, w.key))
+        pool = min(p.pool for p in w.current_pods() if p.pool is not None)
+        return max(self.cluster.pools[pool].nodes, key=lambda n: int(n.rsplit("-n", 1)[1]))
+
+    def _hazard(self, pod: SimPod, pool: str) -> None:
+        self.metrics.hazard(self.engine.now, pod, pool)
+
+    def _occupied(self, pool: str, workload: str, holding: bool) -> None:
+        self.metrics.occupied(pool, workload, self.engine.now, holding)
+
+    def stuck(self, patience: float = 600.0) -> tuple[str, ...]:
+        """JobSets holding part of a slice while other pods of theirs have been unschedulable for longer
+        than ``patience``: with exclusive placement's priority-scoped anti-affinity, a lower-priority
+        leader can sit on a node of the pool a higher-priority leader took, and if nobody preempts it
+        the two wait for each other."""
+        now = self.engine.now
+        out = []
+        for w in self.cluster.workloads.values():
+            pods = w.current_pods()
+            bound = any(p.holding for p in pods)
+            waiting = [
+                p.unschedulable_since for p in pods if p.node is None and p.unschedulable_since is not None
+            ]
+            if bound and waiting and now - min(waiting) > patience:
+                out.append(w.key)
+        return tuple(sorted(out))
+
+    def run(self) -> Result:
+        t0 = time.perf_counter()
+        self.engine.run(self.scenario.end)
+        self.metrics.close(self.scenario.end)
+        controller = self.policy.stats if isinstance(self.policy, Hotswap) else None
+        summary = summarize(
+            self.metrics,
+            self.scenario.end,
+            len(controller.preemptions) if controller is not None else 0,
+            stuck=self.stuck(),
+        )
+        return Result(
+            policy=self.policy.name,
+            scenario=self.scenario,
+            metrics=self.metrics,
+            summary=summary,
+            cluster=self.cluster,
+            controller=controller,
+            events=self.engine.fired,
+            wall_s=time.perf_counter() - t0,
+            log=self.engine.log,
+        )
+
+
+def run(scenario: Scenario, policy: Policy, *, record: bool = False) -> Result:
+    return Simulation(scenario, policy, record=record).run()
+
+
+def compare(scenario: Scenario, *, verify_idle: bool = False) -> tuple[Result, Result]:
+    """Baseline and controller on the same scenario (same trace, same seed)."""
+    return run(scenario, Baseline()), run(scenario, Hotswap(scenario.settings, verify_idle=verify_idle))

@@ -1,0 +1,168 @@
+"""The bridge to the controller's decision core: the simulated cluster as a ``hotswap.core.Snapshot``
+(what the adapter's informers would show), and the core's actions applied as the API server would.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+
+from hotswap.core import (
+    Action,
+    AnnotateJobSet,
+    EmitEvent,
+    EvictionCause,
+    EvictPod,
+    ForceDeletePod,
+    JobSet,
+    NodePool,
+    PatchNode,
+    Pod,
+    Snapshot,
+)
+from hotswap.core import constants as k
+from hotswap.core.apply import patch_node
+from hotswap.core.model import RUNNING
+from sim.cluster import Cluster
+from sim.model import CAUSE_CONTROLLER, CAUSE_FAILURE, SimPod, Workload
+
+CheckpointClock = Callable[[Workload, float], "float | None"]
+
+# Controller state written on nodes while a pool is suspect, unhealthy or recovering. The flap history
+# annotation stays after recovery and alone changes no decision.
+_STATE_ANNOTATIONS = (
+    k.SUSPECT_SINCE_ANNOTATION,
+    k.UNHEALTHY_SINCE_ANNOTATION,
+    k.CLEAN_SINCE_ANNOTATION,
+    k.UNHEALTHY_REASON_ANNOTATION,
+)
+
+
+def core_pod(pod: SimPod) -> Pod:
+    if pod.core is None:
+        pod.core = Pod(
+            namespace=pod.namespace,
+            name=pod.name,
+            uid=pod.uid,
+            jobset=pod.workload,
+            job=pod.job,
+            node=pod.node,
+            phase=pod.phase,
+            priority=pod.priority,
+            deletion_timestamp=pod.deletion,
+            nominated_node=pod.nominated,
+            unschedulable_since=pod.unschedulable_since,
+            uses_accelerator=True,
+            created=pod.created,
+            started=pod.bound_at,
+        )
+    return pod.core
+
+
+def core_jobset(w: Workload, now: float, last_checkpoint: float | None) -> JobSet:
+    labels = {k.OPT_IN_LABEL: k.OPT_IN_VALUE} if w.spec.managed else {}
+    annotations = {k.EXCLUSIVE_TOPOLOGY_ANNOTATION: k.NODEPOOL_LABEL, **w.annotations}
+    if not w.spec.preemptible:
+        annotations[k.PREEMPTIBLE_ANNOTATION] = "false"
+    running_since = None
+    for p in w.pods.values():
+        if p.phase == RUNNING and not p.terminating and p.bound_at is not None:
+            running_since = p.bound_at if running_since is None else min(running_since, p.bound_at)
+    return JobSet(
+        namespace=w.spec.namespace,
+        name=w.spec.name,
+        uid=w.uid,
+        priority=w.priority,
+        topology=w.spec.topology,
+        slices=w.spec.slices,
+        labels=labels,
+        annotations=annotations,
+        restart_strategy=w.spec.restart_strategy,
+        max_restarts=w.spec.max_restarts,
+        restarts=w.restarts,
+        disruption_ignores_max_restarts=w.spec.pod_failure_policy,
+        suspended=w.state == "queued",
+        finished=w.state in ("done", "failed"),
+        created=w.created,
+        running_since=running_since,
+        last_checkpoint=last_checkpoint,
+        checkpoint_interval=w.spec.checkpoint_s,
+    )
+
+
+class SnapshotBuilder:
+    """Builds snapshots; pools are fixed for a run, so they are built once."""
+
+    def __init__(self, cluster: Cluster, last_checkpoint: CheckpointClock) -> None:
+        self.c = cluster
+        self.last_checkpoint = last_checkpoint
+        self.pools = tuple(NodePool(p.name, p.topology, p.size) for p in cluster.pools.values())
+
+    def build(self) -> Snapshot:
+        c = self.c
+        now = c.now
+        return Snapshot(
+            now=now,
+            pools=self.pools,
+            nodes=tuple(n.api for n in c.nodes.values()),
+            jobsets=tuple(
+                core_jobset(w, now, self.last_checkpoint(w, now))
+                for w in c.workloads.values()
+                if w.state in ("queued", "admitted")
+            ),
+            pods=tuple(core_pod(p) for p in c.pods.values()),
+        )
+
+
+def quiescent(c: Cluster) -> bool:
+    """Nothing the controller could act on: every slice complete, every node Ready with no taint but
+    GKE's TPU taint and no controller state, no pod pending or terminating.
+
+    In this state ``decide`` returns no actions (fail-fast needs an unhealthy pool, clearing needs a
+    terminating pod, preemption an unschedulable one, health patches a problem or stored state), so
+    the simulated controller only reconciles on the next watch event. The hotswap policy's
+    ``verify_idle`` mode checks this claim on every skipped reconcile.
+    """
+    for pool in c.pools.values():
+        if len(pool.nodes) != pool.size:
+            return False
+    for node in c.nodes.values():
+        api = node.api
+        if not node.ready or api.unschedulable or len(api.conditions) != 1:
+            return False
+        if any(t.key != k.TPU_RESOURCE for t in api.taints):
+            return False
+        if api.annotations and any(key in api.annotations for key in _STATE_ANNOTATIONS):
+            return False
+    return all(p.node is not None and not p.terminating for p in c.pods.values())
+
+
+def apply(c: Cluster, actions: Iterable[Action]) -> Counter[str]:
+    """Apply the core's actions to the simulated cluster; returns counts per action kind."""
+    counts: Counter[str] = Counter()
+    for action in actions:
+        match action:
+            case PatchNode():
+                node = c.nodes.get(action.node)
+                if node is not None:
+                    c.update_node(node, patch_node(node.api, action))
+                    counts["patch"] += 1
+            case AnnotateJobSet():
+                w = c.workloads.get(action.key)
+                if w is not None and w.uid == action.uid:
+                    w.annotations.update(dict(action.annotations))
+                    counts["annotate"] += 1
+            case EvictPod():
+                pod = c.pods.get(action.key)
+                if pod is not None and pod.uid == action.uid and not pod.terminating:
+                    cause = CAUSE_FAILURE if action.cause is EvictionCause.FAIL_FAST else CAUSE_CONTROLLER
+                    c.delete_pod(pod, cause, disruption="EvictionByEvictionAPI")
+                    counts[f"evict-{action.cause.value}"] += 1
+            case ForceDeletePod():
+                pod = c.pods.get(action.key)
+                if pod is not None and pod.uid == action.uid:
+                    c.remove_pod(pod)
+                    counts["force-delete"] += 1
+            case EmitEvent():
+                counts["event"] += 1
+    return counts

@@ -1,0 +1,173 @@
+"""``python -m tpu_platform whatif <stack>``: what happens to this stack's work if a slice fails?
+
+Builds the stack's fleet and queues, a plausible workload mix (or the JobSets of ``--workloads``),
+fails one node at ``--at`` seconds, and runs the scheduler-only recipe and the hotswap controller on
+the same trace. Prints the MTTR of every high-priority JobSet hit and the work lower-priority JobSets
+lost, and writes a timeline picture (one panel per policy).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sim.run import Result
+
+HELP = "simulate a slice failure in a stack: MTTR and work lost, scheduler-only vs. the hotswap controller"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("stack", help="stack name (stacks/Pulumi.<STACK>.yaml)")
+    parser.add_argument(
+        "--fail",
+        metavar="POOL",
+        help="node pool (slice) that fails; default: the slice of the highest-priority running JobSet",
+    )
+    parser.add_argument(
+        "--at", type=float, default=5400.0, metavar="SECONDS", help="failure time (default 5400)"
+    )
+    parser.add_argument(
+        "--after",
+        type=float,
+        default=3600.0,
+        metavar="SECONDS",
+        help="simulate this long after it (default 3600)",
+    )
+    parser.add_argument(
+        "--reboot",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="the node comes back by itself after this long (default: dead until GKE repairs the slice)",
+    )
+    parser.add_argument(
+        "--workloads", type=Path, help="YAML file of JobSets to run instead of the stack's mix"
+    )
+    parser.add_argument(
+        "--out", type=Path, default=Path("out"), help="folder for the timeline PNG (default out/)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the scheduler's tie-breaks and repairs")
+    parser.add_argument("--stacks-dir", type=Path, default=None, help="folder of the stack files")
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None or math.isnan(seconds):
+        return "-"
+    m, s = divmod(round(seconds), 60)
+    return f"{m}m{s:02d}s" if m else f"{s}s"
+
+
+def run(args: argparse.Namespace) -> int:
+    from hotswap.core import SettingsError
+    from sim.infra import Failure
+    from sim.model import PREEMPTIONS
+    from sim.params import floor_seconds
+    from sim.run import compare, stack_scenario
+    from sim.timeline import draw
+    from sim.workload import load_workload_file
+    from tpu_platform.config import StackConfigError
+    from tpu_platform.plan.stacks import STACKS_DIR, load_stack_config, parse_stack_config, stack_file
+
+    try:
+        cfg = parse_stack_config(load_stack_config(stack_file(args.stack, args.stacks_dir or STACKS_DIR)))
+        workloads = load_workload_file(args.workloads, cfg) if args.workloads else None
+        scenario = stack_scenario(cfg, end=args.at + args.after, seed=args.seed, workloads=workloads)
+    except (StackConfigError, SettingsError, ValueError, OSError) as err:
+        print(f"whatif {args.stack}: {err}", file=sys.stderr)
+        return 2
+    pools = {p.name: p for p in scenario.pools}
+    node = ""
+    if args.fail is not None:
+        if args.fail not in pools:
+            print(
+                f"whatif {args.stack}: no node pool {args.fail!r}; pools: {', '.join(pools)}", file=sys.stderr
+            )
+            return 2
+        node = f"{args.fail}-n{pools[args.fail].size - 1}"
+    failure = Failure(args.at, node, back_after=args.reboot)
+    scenario = replace(scenario, trace=(failure,))
+    try:
+        base, hot = compare(scenario)
+    except ValueError as err:
+        print(f"whatif {args.stack}: {err}", file=sys.stderr)
+        return 2
+
+    t = scenario.timings
+    end = args.at + args.after
+    floor = floor_seconds(t, scenario.settings.unhealthy_after_seconds)
+    hit = base.metrics.failures[0] if base.metrics.failures else None
+    if hit is None:
+        print(
+            f"whatif {args.stack}: nothing to fail at t={args.at:.0f}s (no JobSet running)", file=sys.stderr
+        )
+        return 2
+    chips = sum(p.chips for p in scenario.pools)
+    print(
+        f"stack {args.stack}: {len(scenario.pools)} slices ({chips} chips), "
+        f"{len(scenario.workloads)} JobSets; "
+        f"node {hit[1]} of slice {hit[2]} fails at t={args.at:.0f}s"
+        + (f" and reboots after {args.reboot:.0f}s" if args.reboot else ", dead until GKE repairs the slice")
+    )
+    print(
+        f"physical floor {floor:.0f}s = NotReady {t.node_monitor_grace_s:.0f}s + T_bad "
+        f"{scenario.settings.unhealthy_after_seconds:.0f}s + one JobSet restart "
+        f"{floor - t.node_monitor_grace_s - scenario.settings.unhealthy_after_seconds:.0f}s"
+    )
+    print()
+    print(f"{'MTTR of high-priority JobSets hit':48} {'baseline':>24} {'hotswap':>24}")
+    keys = sorted({e.workload for r in (base, hot) for e in r.metrics.episodes})
+    for key in keys:
+        print(f"  {key:46} {_mttr(base, key, end):>24} {_mttr(hot, key, end):>24}")
+    if not keys:
+        print("  (none: the failed slice ran no high-priority JobSet)")
+    print()
+    print(f"{'work lost by lower-priority JobSets (chip-h)':48} {'baseline':>24} {'hotswap':>24}")
+    top = scenario.top_priority
+    victims = sorted({x.workload for r in (base, hot) for x in r.metrics.losses if x.priority < top})
+    for key in victims:
+        print(f"  {key:46} {_lost(base, key):>24} {_lost(hot, key):>24}")
+    if not victims:
+        print("  (none)")
+    for r in (base, hot):
+        pre = sum(v for cause, v in r.summary.lost_chip_hours.items() if cause in PREEMPTIONS)
+        print(
+            f"  {r.policy}: {r.summary.low_priority_lost_chip_hours:.1f} chip-h lost "
+            f"({pre:.1f} by preemption), {r.summary.hazards} leader(s) placed on a broken slice"
+        )
+    path = args.out / f"whatif-{args.stack}.png"
+    draw(
+        [base, hot],
+        path,
+        start=max(0.0, args.at - 300.0),
+        end=args.at + args.after,
+        origin=args.at,
+        titles=[
+            f"scheduler-only recipe (baseline): MTTR {_mttr(base, keys[0], end) if keys else '-'}",
+            f"hotswap controller: MTTR {_mttr(hot, keys[0], end) if keys else '-'}",
+        ],
+    )
+    print()
+    print(f"timeline: {path}")
+    return 0
+
+
+def _mttr(r: Result, key: str, end: float) -> str:
+    eps = [e for e in r.metrics.episodes if e.workload == key]
+    if not eps:
+        return "not hit"
+    if any(e.end is None for e in eps):
+        return f">{_duration(end - eps[0].start)}"
+    return _duration(sum(e.seconds or 0.0 for e in eps))
+
+
+def _lost(r: Result, key: str) -> str:
+    mine = [x for x in r.metrics.losses if x.workload == key]
+    if not mine:
+        return "0.0"
+    causes = sorted({x.cause.removeprefix("preempted-by-") for x in mine})
+    return f"{sum(x.chip_seconds for x in mine) / 3600:.1f} {'/'.join(causes)}"

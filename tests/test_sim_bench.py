@@ -1,0 +1,85 @@
+"""The benchmark scripts run end to end on tiny sizes and end with a JSON line of the agreed shape.
+
+Only keys and types are checked: the figures themselves are what the benchmarks are for.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+
+
+def load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def last_json(capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    lines = capsys.readouterr().out.strip().splitlines()
+    doc = json.loads(lines[-1])
+    assert isinstance(doc, dict)
+    return doc
+
+
+def is_number(x: object) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool)
+
+
+def test_mttr_bench_json_shape(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["--stack", "seed", "--days", "2", "--node-mtbf-days", "1", "--seed", "4"]
+    assert load("mttr").main(args) == 0
+    doc = last_json(capsys)
+    assert set(doc) == {
+        "baseline_mttr_p50_s",
+        "baseline_mttr_p95_s",
+        "hotswap_mttr_p50_s",
+        "hotswap_mttr_p95_s",
+        "floor_s",
+        "low_priority_lost_chip_hours",
+        "utilization",
+    }
+    for key in ("baseline_mttr_p50_s", "baseline_mttr_p95_s", "hotswap_mttr_p50_s", "hotswap_mttr_p95_s"):
+        assert is_number(doc[key]), key
+    assert is_number(doc["floor_s"]) and doc["floor_s"] > 0
+    for key in ("low_priority_lost_chip_hours", "utilization"):
+        assert set(doc[key]) == {"baseline", "hotswap"}
+        assert all(is_number(v) for v in doc[key].values())
+    assert all(0.0 <= v <= 1.0 for v in doc["utilization"].values())
+
+
+def test_reconcile_bench_json_shape(capsys: pytest.CaptureFixture[str]) -> None:
+    assert load("reconcile").main(["--sizes", "4", "8", "--runs", "3"]) == 0
+    doc = last_json(capsys)
+    assert [r["slices"] for r in doc["runs"]] == [4, 8]
+    for r in [*doc["runs"], *doc["runs_single_incident"]]:
+        assert set(r) == {"slices", "nodes", "pods", "reconcile_ms_p50", "reconcile_ms_p99", "peak_mib"}
+        assert r["nodes"] == 4 * r["slices"] and r["pods"] >= r["nodes"]
+        assert all(is_number(r[k]) for k in ("reconcile_ms_p50", "reconcile_ms_p99", "peak_mib"))
+
+
+def test_plan_bench_generates_a_valid_stack_and_reports(capsys: pytest.CaptureFixture[str]) -> None:
+    plan = load("plan")
+    assert plan.main(["--teams", "3", "--slices", "4", "--renders", "1"]) == 0
+    doc = last_json(capsys)
+    assert doc["teams"] == 3 and doc["slices"] == 4 and doc["resources"] > 0
+    assert all(is_number(doc[k]) for k in ("validate_s", "render_first_s", "render_p50_s", "plan_kib"))
+
+
+def test_the_generated_large_stack_fits_its_capacity() -> None:
+    from tpu_platform.config import parse_platform
+    from tpu_platform.quota import unassigned_slices
+
+    raw = load("plan").big_stack(50, 64)
+    cfg = parse_platform({key.split(":", 1)[1]: value for key, value in raw.items()})
+    assert len(cfg.teams) == 50
+    assert all(v == 0 for v in unassigned_slices(cfg).values()), "every slice is in exactly one nominal quota"
