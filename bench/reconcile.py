@@ -1,4 +1,4 @@
-"""Time and peak memory of one controller reconcile (``hotswap.core.decide``) as the fleet grows.
+"""Time and peak memory of one controller reconcile (``tpu_platform.hotswap.core.decide``) as the fleet grows.
 
 Each size is a busy fleet of 4x4 slices (4 nodes each, one pod per node): a quarter of the slices run
 high-priority JobSets, some of them two-slice, the rest low-priority ones. On top, *incidents*: a slice
@@ -29,8 +29,15 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from hotswap.core import Node, Pod, Settings, Snapshot, decide  # noqa: E402
-from hotswap.core.builders import fail_node, make_jobset, make_nodes, make_pools, pending_pods, running_pods  # noqa: E402
+from tpu_platform.hotswap.core import Node, Pod, Settings, Snapshot, decide  # noqa: E402
+from tpu_platform.hotswap.core.builders import (  # noqa: E402
+    fail_node,
+    make_jobset,
+    make_nodes,
+    make_pools,
+    pending_pods,
+    running_pods,
+)
 
 HIGH = 2_000_000
 LOW = 1_000_000

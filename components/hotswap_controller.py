@@ -16,8 +16,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from hotswap import deploy
 from tpu_platform.config import HotswapConfig
+from tpu_platform.hotswap import deploy
 
 from .kube_object import KubeObject
 

@@ -18,7 +18,7 @@ import pulumi_gcp as gcp
 from tpu_platform.config import ImageBuildConfig
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-CONTROLLER_DIR = REPO_ROOT / "hotswap"
+CONTROLLER_DIR = REPO_ROOT / "tpu_platform" / "hotswap"
 DOCKERFILE = CONTROLLER_DIR / "Dockerfile"
 IMAGE_NAME = "hotswap"
 

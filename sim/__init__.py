@@ -11,8 +11,8 @@ Modules, one concern each:
 - ``jobset``: JobSet/Job controllers: failure policy, restart strategy, followers, progress.
 - ``scheduler``: kube-scheduler with exclusive placement and per-node preemption.
 - ``kueue``: admission by quota and priority, cohorts, preemption.
-- ``snapshot``: the cluster as a ``hotswap.core.Snapshot``; the core's actions applied.
-- ``policies``: ``Baseline`` (no controller) and ``Hotswap`` (``hotswap.core.decide``).
+- ``snapshot``: the cluster as a ``tpu_platform.hotswap.core.Snapshot``; the core's actions applied.
+- ``policies``: ``Baseline`` (no controller) and ``Hotswap`` (``tpu_platform.hotswap.core.decide``).
 - ``metrics``: MTTR episodes, lost work, utilization.
 - ``workload``: workload mixes from a stack or a file; the closed-loop backlog of long traces.
 - ``run``: a ``Scenario`` plus a policy makes a ``Result``; ``compare`` runs both.

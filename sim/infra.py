@@ -11,10 +11,10 @@ import random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from hotswap.core import Condition, Taint
-from hotswap.core import constants as k
 from sim.cluster import Cluster
 from sim.model import CAUSE_FAILURE, Pool, SimNode
+from tpu_platform.hotswap.core import Condition, Taint
+from tpu_platform.hotswap.core import constants as k
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,16 +1,16 @@
 """The simulated cluster's objects: slices (node pools) and nodes, pods, and JobSets with their specs.
 
-Nodes carry the API view the controller reads (a ``hotswap.core.Node``) next to the physical truth
-(``alive``) that only the kubelet knows. A TPU pod takes all chips of its node, so a node holds at most
-one bound, non-terminal pod (kube-scheduler counts a terminating pod's chips until it is gone).
+Nodes carry the API view the controller reads (a ``tpu_platform.hotswap.core.Node``) next to the physical
+truth (``alive``) that only the kubelet knows. A TPU pod takes all chips of its node, so a node holds at
+most one bound, non-terminal pod (kube-scheduler counts a terminating pod's chips until it is gone).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from hotswap.core import Node, Pod
-from hotswap.core.model import FAILED, PENDING, RUNNING, SUCCEEDED
+from tpu_platform.hotswap.core import Node, Pod
+from tpu_platform.hotswap.core.model import FAILED, PENDING, RUNNING, SUCCEEDED
 
 BLOCKING = "BlockingRecreate"
 RECREATE = "Recreate"
@@ -122,7 +122,7 @@ class SimPod:
     nominated: str | None = None
     unschedulable_since: float | None = None
     core: Pod | None = None
-    """Cached ``hotswap.core.Pod``; cleared on every change."""
+    """Cached ``tpu_platform.hotswap.core.Pod``; cleared on every change."""
 
     @property
     def terminating(self) -> bool:

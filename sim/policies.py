@@ -1,8 +1,8 @@
 """The two policies compared on the same trace.
 
 ``Baseline`` is the scheduler-only recipe: Kueue, JobSet and kube-scheduler as modelled, nothing else.
-``Hotswap`` adds the controller: its real decision core (``hotswap.core.decide``) reconciles on watch
-events (after the adapter's debounce) and at least every reconcile interval, on a snapshot of the
+``Hotswap`` adds the controller: its real decision core (``tpu_platform.hotswap.core.decide``) reconciles
+on watch events (after the adapter's debounce) and at least every reconcile interval, on a snapshot of the
 simulated cluster, and its actions are applied to it.
 """
 
@@ -13,10 +13,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from hotswap.core import Preemption, Settings, decide
 from sim.cluster import Cluster
 from sim.engine import Handle
 from sim.snapshot import CheckpointClock, SnapshotBuilder, apply, quiescent
+from tpu_platform.hotswap.core import Preemption, Settings, decide
 
 
 class Policy(Protocol):

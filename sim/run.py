@@ -6,7 +6,6 @@ import random
 import time
 from dataclasses import dataclass, field
 
-from hotswap.core import Settings, settings_from_mapping
 from sim.cluster import Cluster
 from sim.engine import Engine
 from sim.infra import Failure, Infra, Observer
@@ -19,6 +18,7 @@ from sim.policies import Baseline, ControllerStats, Hotswap, Policy
 from sim.scheduler import Scheduler
 from sim.workload import MixOptions, Successor, mix_from_stack, pools_from_stack
 from tpu_platform.config import PlatformConfig
+from tpu_platform.hotswap.core import Settings, settings_from_mapping
 
 
 @dataclass(frozen=True)

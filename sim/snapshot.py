@@ -1,5 +1,6 @@
-"""The bridge to the controller's decision core: the simulated cluster as a ``hotswap.core.Snapshot``
-(what the adapter's informers would show), and the core's actions applied as the API server would.
+"""The bridge to the controller's decision core: the simulated cluster as a
+``tpu_platform.hotswap.core.Snapshot`` (what the adapter's informers would show), and the core's
+actions applied as the API server would.
 """
 
 from __future__ import annotations
@@ -7,7 +8,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable
 
-from hotswap.core import (
+from sim.cluster import Cluster
+from sim.model import CAUSE_CONTROLLER, CAUSE_FAILURE, SimPod, Workload
+from tpu_platform.hotswap.core import (
     Action,
     AnnotateJobSet,
     EmitEvent,
@@ -20,11 +23,9 @@ from hotswap.core import (
     Pod,
     Snapshot,
 )
-from hotswap.core import constants as k
-from hotswap.core.apply import patch_node
-from hotswap.core.model import RUNNING
-from sim.cluster import Cluster
-from sim.model import CAUSE_CONTROLLER, CAUSE_FAILURE, SimPod, Workload
+from tpu_platform.hotswap.core import constants as k
+from tpu_platform.hotswap.core.apply import patch_node
+from tpu_platform.hotswap.core.model import RUNNING
 
 CheckpointClock = Callable[[Workload, float], "float | None"]
 

@@ -63,7 +63,6 @@ def _duration(seconds: float | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from hotswap.core import SettingsError
     from sim.infra import Failure
     from sim.model import PREEMPTIONS
     from sim.params import floor_seconds
@@ -71,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
     from sim.timeline import draw
     from sim.workload import load_workload_file
     from tpu_platform.config import StackConfigError
+    from tpu_platform.hotswap.core import SettingsError
     from tpu_platform.plan.stacks import STACKS_DIR, load_stack_config, parse_stack_config, stack_file
 
     try:

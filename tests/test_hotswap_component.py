@@ -103,7 +103,7 @@ def test_pod_is_hardened(hotswap_stack: dict[str, Any], render_stack: Callable[.
 def test_config_map_carries_stack_settings(
     hotswap_stack: dict[str, Any], render_stack: Callable[..., Any]
 ) -> None:
-    from hotswap.adapter.config import config_from_mapping
+    from tpu_platform.hotswap.adapter.config import config_from_mapping
 
     rendering = render_stack(hotswap_stack)
     (config_map,) = resources_of(rendering, "kubernetes:core/v1:ConfigMap")
@@ -200,7 +200,7 @@ def test_bad_setting_names_the_stack_path(hotswap_stack: dict[str, Any]) -> None
     hotswap_stack["tpu-platform:hotswap"]["settings"] = {"unhealthyAfterSecs": 5}
     (message,) = problems(hotswap_stack)
     assert message.startswith("tpu-platform:hotswap.settings.unhealthyAfterSecs:")
-    assert "hotswap/README.md" in message
+    assert "tpu_platform/hotswap/README.md" in message
 
 
 def test_bad_setting_value(hotswap_stack: dict[str, Any]) -> None:

@@ -27,7 +27,7 @@ from policy.tpu_platform_policy import Resource, evaluate
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CONSUMER = REPO_ROOT / "examples" / "consumer"
 PROVIDER = REPO_ROOT / "provider"
-SOURCES = ("pyproject.toml", "README.md", "tpu_platform", "components", "hotswap")
+SOURCES = ("pyproject.toml", "README.md", "tpu_platform", "components")
 
 
 def _copy_sources(target: Path) -> Path:

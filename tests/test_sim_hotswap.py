@@ -6,7 +6,6 @@ quiescent, it runs ``decide`` anyway and fails if the core wanted to act.
 
 from __future__ import annotations
 
-from hotswap.core import Settings
 from sim.infra import Failure, random_trace
 from sim.model import CAUSE_CONTROLLER, CAUSE_SCHEDULER
 from sim.params import Timings, floor_seconds
@@ -14,6 +13,7 @@ from sim.policies import Baseline, Hotswap
 from sim.run import Result, compare, run, stack_scenario
 from sim.scenarios import seed_scenario, seed_stack
 from sim.workload import pools_from_stack
+from tpu_platform.hotswap.core import Settings
 
 T = Timings()
 S = Settings()

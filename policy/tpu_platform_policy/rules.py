@@ -322,7 +322,8 @@ def check_tpu_quota(stack: Stack, config: Config) -> list[Violation]:
     for flavor_name, quota in sorted(quotas.items()):
         if flavor_name in allowed:
             continue
-        queues = ", ".join(f"{q.display} ({_number(amount)})" for q, amount in quota.queues)
+        ordered = sorted(quota.queues, key=lambda entry: str(entry[0].display))
+        queues = ", ".join(f"{q.display} ({_number(amount)})" for q, amount in ordered)
         flavor = flavors.get(flavor_name)
         if flavor is None:
             violations.append(
@@ -331,7 +332,7 @@ def check_tpu_quota(stack: Stack, config: Config) -> list[Violation]:
                     f"{queues} give flavor {flavor_name!r} a {TPU_RESOURCE} quota, but no ResourceFlavor "
                     f"{flavor_name!r} is declared in this stack, so the capacity behind it cannot be "
                     "checked; declare the ResourceFlavor with nodeLabels that select its node pools",
-                    quota.queues[0][0].urn,
+                    ordered[0][0].urn,
                 )
             )
             continue
@@ -345,7 +346,7 @@ def check_tpu_quota(stack: Stack, config: Config) -> list[Violation]:
         capacity = sum(c for c in chips if c is not None)
         if quota.total <= capacity:
             continue
-        names = ", ".join(pool_name(p) for p in matched) or "none"
+        names = ", ".join(sorted(str(pool_name(p)) for p in matched)) or "none"
         violations.append(
             Violation(
                 "tpu-quota-within-capacity",

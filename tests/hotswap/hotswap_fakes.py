@@ -1,4 +1,4 @@
-"""A recording fake of :class:`hotswap.adapter.api.KubeApi` and builders of raw API objects.
+"""A recording fake of :class:`tpu_platform.hotswap.adapter.api.KubeApi` and builders of raw API objects.
 
 The fake keeps objects as dicts, applies JSON Patches and merge patches for real (so a test sees what
 the cluster would hold afterwards), and records every call with its exact arguments.
@@ -10,8 +10,8 @@ import copy
 from collections.abc import Iterator
 from typing import Any
 
-from hotswap.adapter.api import JSON, ApiError, Resource
-from hotswap.core import constants as k
+from tpu_platform.hotswap.adapter.api import JSON, ApiError, Resource
+from tpu_platform.hotswap.core import constants as k
 
 
 def _unescape(token: str) -> str:
@@ -168,7 +168,7 @@ class FakeApi:
 
 # --- raw objects ----------------------------------------------------------------------------------
 def ts(t: float) -> str:
-    from hotswap.core import format_time
+    from tpu_platform.hotswap.core import format_time
 
     return format_time(t)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from hotswap.core import (
+from tpu_platform.hotswap.core import (
     Decision,
     JobSet,
     Node,
@@ -21,8 +21,8 @@ from hotswap.core import (
     constants,
     decide,
 )
-from hotswap.core.builders import fail_node, heal_node, make_nodes, pending_pods
-from hotswap.core.model import RUNNING
+from tpu_platform.hotswap.core.builders import fail_node, heal_node, make_nodes, pending_pods
+from tpu_platform.hotswap.core.model import RUNNING
 
 TOLERATED = {constants.TPU_RESOURCE}
 

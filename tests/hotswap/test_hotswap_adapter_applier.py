@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from hotswap.adapter.api import ApiError
-from hotswap.adapter.applier import Applier, Outcome, event_body, node_patch
-from hotswap.adapter.convert import node_from_api
-from hotswap.core import (
+from tests.hotswap.hotswap_fakes import FakeApi, json_patch, node_obj
+from tpu_platform.hotswap.adapter.api import ApiError
+from tpu_platform.hotswap.adapter.applier import Applier, Outcome, event_body, node_patch
+from tpu_platform.hotswap.adapter.convert import node_from_api
+from tpu_platform.hotswap.core import (
     AnnotateJobSet,
     EmitEvent,
     EvictionCause,
@@ -18,9 +19,8 @@ from hotswap.core import (
     Snapshot,
     Taint,
 )
-from hotswap.core import constants as k
-from hotswap.core.health import OWN_TAINT
-from tests.hotswap.hotswap_fakes import FakeApi, json_patch, node_obj
+from tpu_platform.hotswap.core import constants as k
+from tpu_platform.hotswap.core.health import OWN_TAINT
 
 GKE_TAINT = {"key": k.TPU_RESOURCE, "value": "present", "effect": "NoSchedule"}
 UNREACHABLE = {"key": k.UNREACHABLE_TAINT, "effect": "NoExecute", "timeAdded": "2030-01-01T00:00:00Z"}

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from hotswap.adapter.api import JSON, ApiError, Resource
-from hotswap.adapter.cache import WatchCache
-from hotswap.adapter.convert import NodeRecord, node_from_api
 from tests.hotswap.hotswap_fakes import FakeApi, node_obj
+from tpu_platform.hotswap.adapter.api import JSON, ApiError, Resource
+from tpu_platform.hotswap.adapter.cache import WatchCache
+from tpu_platform.hotswap.adapter.convert import NodeRecord, node_from_api
 
 NODES = Resource("nodes", "cloud.google.com/gke-tpu-accelerator")
 

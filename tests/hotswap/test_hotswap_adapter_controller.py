@@ -8,14 +8,14 @@ import urllib.error
 import urllib.request
 from dataclasses import replace
 
-from hotswap.adapter.config import Config, RuntimeConfig
-from hotswap.adapter.controller import Controller
-from hotswap.adapter.leader import LeaderElector
-from hotswap.adapter.metrics import Metrics
-from hotswap.adapter.probes import ProbeServer
-from hotswap.core import Settings
-from hotswap.core import constants as k
 from tests.hotswap.hotswap_fakes import FakeApi, jobset_obj, node_obj, pod_obj
+from tpu_platform.hotswap.adapter.config import Config, RuntimeConfig
+from tpu_platform.hotswap.adapter.controller import Controller
+from tpu_platform.hotswap.adapter.leader import LeaderElector
+from tpu_platform.hotswap.adapter.metrics import Metrics
+from tpu_platform.hotswap.adapter.probes import ProbeServer
+from tpu_platform.hotswap.core import Settings
+from tpu_platform.hotswap.core import constants as k
 
 NOW = 1_000_000.0
 HIGH, LOW = 2_000_000, 1_000_000

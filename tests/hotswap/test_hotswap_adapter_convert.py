@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from hotswap.adapter.convert import (
+from tests.hotswap.hotswap_fakes import jobset_obj, node_obj, pod_obj
+from tpu_platform.hotswap.adapter.convert import (
     jobset_from_api,
     node_from_api,
     object_key,
@@ -10,9 +11,8 @@ from hotswap.adapter.convert import (
     pools_from_nodes,
     with_pods,
 )
-from hotswap.core import constants as k
-from hotswap.core import is_managed, parse_time
-from tests.hotswap.hotswap_fakes import jobset_obj, node_obj, pod_obj
+from tpu_platform.hotswap.core import constants as k
+from tpu_platform.hotswap.core import is_managed, parse_time
 
 
 def test_node_conversion_keeps_taint_order_and_times() -> None:

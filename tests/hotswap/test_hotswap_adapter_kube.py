@@ -13,8 +13,8 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 from kubernetes import client
 
-from hotswap.adapter.api import ApiError, Resource
-from hotswap.adapter.kube import KubernetesApi
+from tpu_platform.hotswap.adapter.api import ApiError, Resource
+from tpu_platform.hotswap.adapter.kube import KubernetesApi
 
 
 class Recorder:

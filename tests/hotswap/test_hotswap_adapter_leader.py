@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from hotswap.adapter.api import ApiError
-from hotswap.adapter.leader import LeaderElector
 from tests.hotswap.hotswap_fakes import FakeApi
+from tpu_platform.hotswap.adapter.api import ApiError
+from tpu_platform.hotswap.adapter.leader import LeaderElector
 
 NS, NAME = "tpu-hotswap", "tpu-hotswap"
 

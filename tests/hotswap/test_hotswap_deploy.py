@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hotswap import deploy
-from hotswap.adapter import jsonlog
-from hotswap.adapter.config import RuntimeConfig, config_from_mapping, load_config
-from hotswap.adapter.main import main, parse_args, resolve_config
-from hotswap.core import Settings, SettingsError
+from tpu_platform.hotswap import deploy
+from tpu_platform.hotswap.adapter import jsonlog
+from tpu_platform.hotswap.adapter.config import RuntimeConfig, config_from_mapping, load_config
+from tpu_platform.hotswap.adapter.main import main, parse_args, resolve_config
+from tpu_platform.hotswap.core import Settings, SettingsError
 
 PACKAGE = Path(deploy.__file__).parent
 
@@ -61,9 +61,13 @@ def test_constants_match_the_runtime_and_the_image() -> None:
     dockerfile = (PACKAGE / "Dockerfile").read_text()
     assert dockerfile.splitlines()[2] == "FROM python:3.11-slim"
     assert f"USER {deploy.RUN_AS_USER}:{deploy.RUN_AS_USER}" in dockerfile
-    assert 'ENTRYPOINT ["python", "-m", "hotswap"]' in dockerfile
+    assert 'ENTRYPOINT ["python", "-m", "tpu_platform.hotswap"]' in dockerfile
     assert f"EXPOSE {deploy.METRICS_PORT} {deploy.HEALTH_PORT}" in dockerfile
-    assert re.findall(r"^COPY (\S+)", dockerfile, re.M) == ["hotswap/requirements.txt", "hotswap/"]
+    assert re.findall(r"^COPY (\S+)", dockerfile, re.M) == [
+        "tpu_platform/hotswap/requirements.txt",
+        "tpu_platform/__init__.py",
+        "tpu_platform/hotswap/",
+    ]
     assert deploy.SECURITY_CONTEXT["runAsNonRoot"] is True
 
 

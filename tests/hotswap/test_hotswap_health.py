@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from hotswap.core import (
+from tpu_platform.hotswap.core import (
     Condition,
     Decision,
     EvictPod,
@@ -24,7 +24,14 @@ from hotswap.core import (
     decide,
     format_time,
 )
-from hotswap.core.builders import fail_node, heal_node, make_jobset, make_nodes, make_pool, running_pods
+from tpu_platform.hotswap.core.builders import (
+    fail_node,
+    heal_node,
+    make_jobset,
+    make_nodes,
+    make_pool,
+    running_pods,
+)
 
 NOW = 50_000.0
 SETTINGS = Settings(max_bad_node_fraction=1.0)

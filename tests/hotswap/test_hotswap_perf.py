@@ -4,8 +4,15 @@ How long they take is measured by ``bench/reconcile.py``, not here."""
 
 from __future__ import annotations
 
-from hotswap.core import Pod, Snapshot, decide
-from hotswap.core.builders import fail_node, make_jobset, make_nodes, make_pools, pending_pods, running_pods
+from tpu_platform.hotswap.core import Pod, Snapshot, decide
+from tpu_platform.hotswap.core.builders import (
+    fail_node,
+    make_jobset,
+    make_nodes,
+    make_pools,
+    pending_pods,
+    running_pods,
+)
 
 
 def big_cluster(n_pools: int) -> Snapshot:

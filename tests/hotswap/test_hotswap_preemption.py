@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from hotswap.core import (
+from tpu_platform.hotswap.core import (
     AnnotateJobSet,
     Candidate,
     EvictionCause,
@@ -23,8 +23,8 @@ from hotswap.core import (
     select_victims,
     work_lost_seconds,
 )
-from hotswap.core.builders import make_jobset, make_nodes, make_pools, pending_pods, running_pods
-from hotswap.core.health import OWN_TAINT
+from tpu_platform.hotswap.core.builders import make_jobset, make_nodes, make_pools, pending_pods, running_pods
+from tpu_platform.hotswap.core.health import OWN_TAINT
 
 NOW = 100_000.0
 HIGH = 2_000_000

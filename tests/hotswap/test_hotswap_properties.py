@@ -7,7 +7,7 @@ from dataclasses import replace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hotswap.core import (
+from tpu_platform.hotswap.core import (
     AnnotateJobSet,
     Condition,
     Decision,
@@ -30,7 +30,14 @@ from hotswap.core import (
     is_preemptible,
     node_dead_since,
 )
-from hotswap.core.builders import fail_node, make_jobset, make_nodes, make_pool, pending_pods, running_pods
+from tpu_platform.hotswap.core.builders import (
+    fail_node,
+    make_jobset,
+    make_nodes,
+    make_pool,
+    pending_pods,
+    running_pods,
+)
 
 NOW = 1_000_000.0
 AGES = [1.0, 5.0, 12.0, 35.0, 400.0]

@@ -5,9 +5,17 @@ Every reconcile in these runs is also checked for idempotency (see ``World.contr
 
 from __future__ import annotations
 
-from hotswap.core import EvictionCause, EvictPod, ForceDeletePod, PatchNode, PoolState, Settings, constants
-from hotswap.core.builders import make_jobset, make_pool, make_pools
 from tests.hotswap.hotswap_world import World
+from tpu_platform.hotswap.core import (
+    EvictionCause,
+    EvictPod,
+    ForceDeletePod,
+    PatchNode,
+    PoolState,
+    Settings,
+    constants,
+)
+from tpu_platform.hotswap.core.builders import make_jobset, make_pool, make_pools
 
 HIGH = 2_000_000
 LOW = 1_000_000

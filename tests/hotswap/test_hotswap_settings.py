@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from hotswap.core import (
+from tpu_platform.hotswap.core import (
     Settings,
     SettingsError,
     settings_from_json,

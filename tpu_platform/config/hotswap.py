@@ -70,8 +70,8 @@ class HotswapConfig(StackModel):
 
 
 def _check_hotswap(cfg: PlatformConfig, problems: Problems) -> None:
-    from hotswap.core.settings import SettingsError
-    from hotswap.deploy import config_document
+    from tpu_platform.hotswap.core.settings import SettingsError
+    from tpu_platform.hotswap.deploy import config_document
 
     hot = cfg.hotswap
     if hot.image is not None and hot.build is not None:
@@ -101,7 +101,8 @@ def _check_hotswap(cfg: PlatformConfig, problems: Problems) -> None:
         key = err.field.split(".")[-1]
         message = str(err).split(": ", 1)[-1]
         problems.add(
-            ("hotswap", "settings", to_camel(key)), f"{message}; see hotswap/README.md for every setting"
+            ("hotswap", "settings", to_camel(key)),
+            f"{message}; see tpu_platform/hotswap/README.md for every setting",
         )
 
 

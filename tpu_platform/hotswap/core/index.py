@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from hotswap.core.model import JobSet, Node, NodePool, Pod, Snapshot, is_managed
-from hotswap.core.settings import Settings
+from tpu_platform.hotswap.core.model import JobSet, Node, NodePool, Pod, Snapshot, is_managed
+from tpu_platform.hotswap.core.settings import Settings
 
 
 class ClusterIndex:

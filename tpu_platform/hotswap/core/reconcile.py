@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hotswap.core.actions import Action, EmitEvent, EvictPod, sort_actions
-from hotswap.core.failfast import clear_stuck, fail_fast
-from hotswap.core.health import PoolState, PoolStatus, Problem, ProblemDetector, assess_pool
-from hotswap.core.index import ClusterIndex
-from hotswap.core.model import Pod, Snapshot
-from hotswap.core.preemption import Preemption, plan_preemptions
-from hotswap.core.settings import Settings
+from tpu_platform.hotswap.core.actions import Action, EmitEvent, EvictPod, sort_actions
+from tpu_platform.hotswap.core.failfast import clear_stuck, fail_fast
+from tpu_platform.hotswap.core.health import PoolState, PoolStatus, Problem, ProblemDetector, assess_pool
+from tpu_platform.hotswap.core.index import ClusterIndex
+from tpu_platform.hotswap.core.model import Pod, Snapshot
+from tpu_platform.hotswap.core.preemption import Preemption, plan_preemptions
+from tpu_platform.hotswap.core.settings import Settings
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,11 +16,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from itertools import chain
 
-from hotswap.core.actions import EmitEvent, EvictionCause, EvictPod, ForceDeletePod
-from hotswap.core.health import PoolState, PoolStatus, node_dead_since
-from hotswap.core.index import ClusterIndex
-from hotswap.core.model import Pod
-from hotswap.core.settings import Settings
+from tpu_platform.hotswap.core.actions import EmitEvent, EvictionCause, EvictPod, ForceDeletePod
+from tpu_platform.hotswap.core.health import PoolState, PoolStatus, node_dead_since
+from tpu_platform.hotswap.core.index import ClusterIndex
+from tpu_platform.hotswap.core.model import Pod
+from tpu_platform.hotswap.core.settings import Settings
 
 
 def fail_fast(

@@ -1,4 +1,4 @@
-"""``python -m hotswap``: load the config, start probes, metrics, leader election, caches and the loop."""
+"""``python -m tpu_platform.hotswap``: load the config, start probes, metrics, leader election, the loop."""
 
 from __future__ import annotations
 
@@ -12,15 +12,17 @@ from collections.abc import Sequence
 from dataclasses import replace
 from types import FrameType
 
-from hotswap.adapter import jsonlog
-from hotswap.adapter.config import CONFIG_ENV, DEFAULT_CONFIG_PATH, Config, load_config
-from hotswap.core.settings import SettingsError
+from tpu_platform.hotswap.adapter import jsonlog
+from tpu_platform.hotswap.adapter.config import CONFIG_ENV, DEFAULT_CONFIG_PATH, Config, load_config
+from tpu_platform.hotswap.core.settings import SettingsError
 
 log = logging.getLogger("hotswap")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m hotswap", description="tpu-platform hotswap controller")
+    p = argparse.ArgumentParser(
+        prog="python -m tpu_platform.hotswap", description="tpu-platform hotswap controller"
+    )
     p.add_argument(
         "--config",
         default=None,
@@ -79,11 +81,11 @@ def run(cfg: Config, *, identity: str, kubeconfig: str | None) -> int:
     from kubernetes.config.config_exception import ConfigException
     from prometheus_client import start_http_server
 
-    from hotswap.adapter.controller import Controller
-    from hotswap.adapter.kube import KubernetesApi
-    from hotswap.adapter.leader import LeaderElector
-    from hotswap.adapter.metrics import Metrics
-    from hotswap.adapter.probes import ProbeServer
+    from tpu_platform.hotswap.adapter.controller import Controller
+    from tpu_platform.hotswap.adapter.kube import KubernetesApi
+    from tpu_platform.hotswap.adapter.leader import LeaderElector
+    from tpu_platform.hotswap.adapter.metrics import Metrics
+    from tpu_platform.hotswap.adapter.probes import ProbeServer
 
     rt = cfg.runtime
     try:

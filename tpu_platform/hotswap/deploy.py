@@ -12,15 +12,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from hotswap.adapter.config import (
+from tpu_platform.hotswap.adapter.config import (
     CONFIG_ENV,
     DEFAULT_CONFIG_PATH,
     DEFAULT_LEASE_NAMESPACE,
     RuntimeConfig,
     config_from_mapping,
 )
-from hotswap.core import constants
-from hotswap.core.settings import Settings, settings_schema
+from tpu_platform.hotswap.core import constants
+from tpu_platform.hotswap.core.settings import Settings, settings_schema
 
 __all__ = [
     "CLUSTER_RULES",
@@ -66,11 +66,11 @@ CONFIG_DIR: Final = CONFIG_PATH.rsplit("/", 1)[0]
 CONFIG_FILE: Final = CONFIG_PATH.rsplit("/", 1)[1]
 LEASE_NAME: Final = _RUNTIME.lease_name
 RUN_AS_USER: Final = 65532
-"""Must match ``USER`` in hotswap/Dockerfile."""
+"""Must match ``USER`` in tpu_platform/hotswap/Dockerfile."""
 REPLICAS: Final = 2
 """Two replicas: a standby takes over within the 15 s lease if the leader's node dies."""
 CONTAINER_ARGS: Final[tuple[str, ...]] = ()
-"""The image's entrypoint is ``python -m hotswap``; it reads $HOTSWAP_CONFIG (default CONFIG_PATH)."""
+"""The image runs ``python -m tpu_platform.hotswap``, which reads $HOTSWAP_CONFIG (default CONFIG_PATH)."""
 DOWNWARD_API_ENV: Final = (("POD_NAME", "metadata.name"), ("POD_NAMESPACE", "metadata.namespace"))
 """Leader-election identity and the Lease's namespace."""
 RESOURCES: Final = {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}}

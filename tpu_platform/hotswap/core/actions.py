@@ -1,7 +1,7 @@
 """What the core asks the world to do: plain frozen records with a stable order.
 
 The adapter turns them into API calls; a simulator applies them to its model (see
-:func:`hotswap.core.apply.apply_actions` for the reference semantics).
+:func:`tpu_platform.hotswap.core.apply.apply_actions` for the reference semantics).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from hotswap.core.model import Taint
+from tpu_platform.hotswap.core.model import Taint
 
 
 class EvictionCause(StrEnum):

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
-from hotswap.core import constants as k
+from tpu_platform.hotswap.core import constants as k
 
 
 class SettingsError(ValueError):

@@ -4,7 +4,7 @@ Public API
 ----------
 Build an immutable :class:`Snapshot` of the cluster, call :func:`decide`, apply the returned actions.
 
-Snapshot (``hotswap.core.model``; times are float epoch seconds)
+Snapshot (``tpu_platform.hotswap.core.model``; times are float epoch seconds)
     ``Snapshot(now, pools, nodes, jobsets=(), pods=())``
     ``NodePool(name, topology, expected_nodes, accelerator="tpu-v6e-slice")`` - one pool = one slice
     ``Node(name, pool, conditions=(), taints=(), labels={}, annotations={}, unschedulable=False,
@@ -28,7 +28,7 @@ Decision
     ``reconcile(snapshot, settings=None) -> tuple[Action, ...]`` is the short form.
     Deterministic, and idempotent: ``decide(apply_actions(s, decide(s).actions))`` has no actions.
 
-Actions (``hotswap.core.actions``)
+Actions (``tpu_platform.hotswap.core.actions``)
     ``PatchNode(node, pool, add_taints, remove_taints, set_annotations, remove_annotations, reason)``,
     ``AnnotateJobSet(namespace, name, uid, annotations, reason)``,
     ``EvictPod(namespace, name, uid, cause, node, pool, jobset, reason)`` (policy/v1 Eviction),
@@ -47,8 +47,8 @@ Helpers
     :func:`select_victims`, :func:`work_lost_seconds`.
 """
 
-from hotswap.core import builders, constants
-from hotswap.core.actions import (
+from tpu_platform.hotswap.core import builders, constants
+from tpu_platform.hotswap.core.actions import (
     Action,
     AnnotateJobSet,
     EmitEvent,
@@ -58,9 +58,9 @@ from hotswap.core.actions import (
     PatchNode,
     action_sort_key,
 )
-from hotswap.core.apply import apply_actions
-from hotswap.core.health import PoolState, PoolStatus, Problem, node_dead_since
-from hotswap.core.model import (
+from tpu_platform.hotswap.core.apply import apply_actions
+from tpu_platform.hotswap.core.health import PoolState, PoolStatus, Problem, node_dead_since
+from tpu_platform.hotswap.core.model import (
     Condition,
     JobSet,
     Node,
@@ -72,9 +72,9 @@ from hotswap.core.model import (
     is_preemptible,
     topology_chips,
 )
-from hotswap.core.preemption import Candidate, Preemption, select_victims, work_lost_seconds
-from hotswap.core.reconcile import Decision, decide, reconcile
-from hotswap.core.settings import (
+from tpu_platform.hotswap.core.preemption import Candidate, Preemption, select_victims, work_lost_seconds
+from tpu_platform.hotswap.core.reconcile import Decision, decide, reconcile
+from tpu_platform.hotswap.core.settings import (
     Settings,
     SettingsError,
     settings_from_json,
@@ -82,7 +82,7 @@ from hotswap.core.settings import (
     settings_from_yaml,
     settings_schema,
 )
-from hotswap.core.timeutil import format_time, parse_time
+from tpu_platform.hotswap.core.timeutil import format_time, parse_time
 
 __all__ = [
     "Action",

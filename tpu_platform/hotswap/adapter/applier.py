@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 
-from hotswap.adapter.api import JOBSET_GROUP, JOBSET_VERSION, JSON, ApiError, KubeApi
-from hotswap.core.actions import (
+from tpu_platform.hotswap.adapter.api import JOBSET_GROUP, JOBSET_VERSION, JSON, ApiError, KubeApi
+from tpu_platform.hotswap.core.actions import (
     Action,
     AnnotateJobSet,
     EmitEvent,
@@ -32,7 +32,7 @@ from hotswap.core.actions import (
     ForceDeletePod,
     PatchNode,
 )
-from hotswap.core.model import Node, Snapshot
+from tpu_platform.hotswap.core.model import Node, Snapshot
 
 CONTROLLER_NAME = "tpu-platform.dev/hotswap"
 log = logging.getLogger("hotswap.apply")

@@ -10,8 +10,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from hotswap.core import constants as k
-from hotswap.core.model import PENDING, RUNNING, Condition, JobSet, Node, NodePool, Pod, Taint, topology_chips
+from tpu_platform.hotswap.core import constants as k
+from tpu_platform.hotswap.core.model import (
+    PENDING,
+    RUNNING,
+    Condition,
+    JobSet,
+    Node,
+    NodePool,
+    Pod,
+    Taint,
+    topology_chips,
+)
 
 GKE_TPU_TAINT = Taint(key=k.TPU_RESOURCE, effect="NoSchedule", value="present")
 

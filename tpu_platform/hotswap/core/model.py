@@ -10,7 +10,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from hotswap.core import constants as k
+from tpu_platform.hotswap.core import constants as k
 
 
 def topology_chips(topology: str) -> int:

@@ -1,7 +1,7 @@
 """:class:`KubeApi` on the official ``kubernetes`` client.
 
 Requests go through the client's ApiClient (configuration, TLS, token refresh) but with raw JSON
-bodies and explicit content types, so what is sent is exactly what :mod:`hotswap.adapter.applier`
+bodies and explicit content types, so what is sent is exactly what :mod:`tpu_platform.hotswap.adapter.applier`
 built: no model round-trips (which would, e.g., drop the fraction of a MicroTime).
 """
 
@@ -15,7 +15,7 @@ from kubernetes import client, config
 from kubernetes.config.config_exception import ConfigException
 from kubernetes.watch.watch import iter_resp_lines
 
-from hotswap.adapter.api import JOBSET_GROUP, JOBSET_VERSION, JSON, ApiError, Resource
+from tpu_platform.hotswap.adapter.api import JOBSET_GROUP, JOBSET_VERSION, JSON, ApiError, Resource
 
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"

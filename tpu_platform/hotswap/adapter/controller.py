@@ -8,11 +8,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from hotswap.adapter.api import KubeApi, Resource
-from hotswap.adapter.applier import Applier, ApplyResult, Outcome
-from hotswap.adapter.cache import WatchCache
-from hotswap.adapter.config import Config
-from hotswap.adapter.convert import (
+from tpu_platform.hotswap.adapter.api import KubeApi, Resource
+from tpu_platform.hotswap.adapter.applier import Applier, ApplyResult, Outcome
+from tpu_platform.hotswap.adapter.cache import WatchCache
+from tpu_platform.hotswap.adapter.config import Config
+from tpu_platform.hotswap.adapter.convert import (
     NodeRecord,
     jobset_from_api,
     node_from_api,
@@ -20,12 +20,12 @@ from hotswap.adapter.convert import (
     pools_from_nodes,
     with_pods,
 )
-from hotswap.adapter.expectations import Expectations
-from hotswap.adapter.leader import LeaderElector
-from hotswap.adapter.metrics import Metrics
-from hotswap.core.actions import Action, EvictionCause, EvictPod, ForceDeletePod
-from hotswap.core.model import JobSet, Pod, Snapshot
-from hotswap.core.reconcile import Decision, decide
+from tpu_platform.hotswap.adapter.expectations import Expectations
+from tpu_platform.hotswap.adapter.leader import LeaderElector
+from tpu_platform.hotswap.adapter.metrics import Metrics
+from tpu_platform.hotswap.core.actions import Action, EvictionCause, EvictPod, ForceDeletePod
+from tpu_platform.hotswap.core.model import JobSet, Pod, Snapshot
+from tpu_platform.hotswap.core.reconcile import Decision, decide
 
 log = logging.getLogger("hotswap.controller")
 

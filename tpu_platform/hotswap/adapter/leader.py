@@ -14,8 +14,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from hotswap.adapter.api import JSON, ApiError, KubeApi
-from hotswap.adapter.applier import micro_time
+from tpu_platform.hotswap.adapter.api import JSON, ApiError, KubeApi
+from tpu_platform.hotswap.adapter.applier import micro_time
 
 log = logging.getLogger("hotswap.leader")
 

@@ -12,11 +12,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from hotswap.core import constants as k
-from hotswap.core.actions import PatchNode
-from hotswap.core.model import Node, NodePool, Taint
-from hotswap.core.settings import Settings
-from hotswap.core.timeutil import format_time, format_time_list, parse_time, parse_time_list
+from tpu_platform.hotswap.core import constants as k
+from tpu_platform.hotswap.core.actions import PatchNode
+from tpu_platform.hotswap.core.model import Node, NodePool, Taint
+from tpu_platform.hotswap.core.settings import Settings
+from tpu_platform.hotswap.core.timeutil import format_time, format_time_list, parse_time, parse_time_list
 
 OWN_TAINT = Taint(key=k.UNHEALTHY_TAINT_KEY, effect=k.UNHEALTHY_TAINT_EFFECT, value=k.UNHEALTHY_TAINT_VALUE)
 MAX_HISTORY = 10

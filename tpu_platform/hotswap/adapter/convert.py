@@ -7,9 +7,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from hotswap.core import constants as k
-from hotswap.core.model import Condition, JobSet, Node, NodePool, Pod, Taint, topology_chips
-from hotswap.core.timeutil import parse_time
+from tpu_platform.hotswap.core import constants as k
+from tpu_platform.hotswap.core.model import Condition, JobSet, Node, NodePool, Pod, Taint, topology_chips
+from tpu_platform.hotswap.core.timeutil import parse_time
 
 JSON = Mapping[str, Any]
 _INSTANCE_CHIPS = re.compile(r"-(\d+)t$")

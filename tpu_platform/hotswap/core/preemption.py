@@ -18,13 +18,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from hotswap.core import constants as k
-from hotswap.core.actions import AnnotateJobSet, EmitEvent, EvictionCause, EvictPod
-from hotswap.core.health import PoolState, PoolStatus
-from hotswap.core.index import ClusterIndex
-from hotswap.core.model import PENDING, JobSet, Pod, is_preemptible
-from hotswap.core.settings import Settings
-from hotswap.core.timeutil import format_time, parse_time
+from tpu_platform.hotswap.core import constants as k
+from tpu_platform.hotswap.core.actions import AnnotateJobSet, EmitEvent, EvictionCause, EvictPod
+from tpu_platform.hotswap.core.health import PoolState, PoolStatus
+from tpu_platform.hotswap.core.index import ClusterIndex
+from tpu_platform.hotswap.core.model import PENDING, JobSet, Pod, is_preemptible
+from tpu_platform.hotswap.core.settings import Settings
+from tpu_platform.hotswap.core.timeutil import format_time, parse_time
 
 Shape = tuple[str, str]
 """(accelerator, topology)"""

@@ -10,8 +10,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from hotswap.core.actions import Action, AnnotateJobSet, EmitEvent, EvictPod, ForceDeletePod, PatchNode
-from hotswap.core.model import JobSet, Node, Pod, Snapshot
+from tpu_platform.hotswap.core.actions import (
+    Action,
+    AnnotateJobSet,
+    EmitEvent,
+    EvictPod,
+    ForceDeletePod,
+    PatchNode,
+)
+from tpu_platform.hotswap.core.model import JobSet, Node, Pod, Snapshot
 
 
 def apply_actions(snapshot: Snapshot, actions: Iterable[Action], *, now: float | None = None) -> Snapshot:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from hotswap.core.settings import Settings, SettingsError, settings_from_mapping
+from tpu_platform.hotswap.core.settings import Settings, SettingsError, settings_from_mapping
 
 DEFAULT_CONFIG_PATH = "/etc/hotswap/config.yaml"
 CONFIG_ENV = "HOTSWAP_CONFIG"

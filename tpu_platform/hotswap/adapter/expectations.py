@@ -12,11 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
-from hotswap.adapter.applier import ApplyResult, Outcome
-from hotswap.adapter.cache import WatchCache
-from hotswap.adapter.convert import NodeRecord
-from hotswap.core.actions import AnnotateJobSet, EvictPod, ForceDeletePod, PatchNode
-from hotswap.core.model import JobSet, Pod
+from tpu_platform.hotswap.adapter.applier import ApplyResult, Outcome
+from tpu_platform.hotswap.adapter.cache import WatchCache
+from tpu_platform.hotswap.adapter.convert import NodeRecord
+from tpu_platform.hotswap.core.actions import AnnotateJobSet, EvictPod, ForceDeletePod, PatchNode
+from tpu_platform.hotswap.core.model import JobSet, Pod
 
 
 @dataclass(frozen=True, slots=True)

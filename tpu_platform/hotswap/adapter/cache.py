@@ -10,8 +10,8 @@ import threading
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from hotswap.adapter.api import JSON, ApiError, KubeApi, Resource
-from hotswap.adapter.convert import object_key
+from tpu_platform.hotswap.adapter.api import JSON, ApiError, KubeApi, Resource
+from tpu_platform.hotswap.adapter.convert import object_key
 
 T = TypeVar("T")
 GONE = 410

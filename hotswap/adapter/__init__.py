@@ -1,6 +1,0 @@
-"""Thin Kubernetes adapter: watch-fed caches -> core snapshot -> core decision -> API calls.
-
-Talks to the cluster only through :class:`hotswap.adapter.api.KubeApi`, so tests substitute a fake
-that records the exact calls. Importing this package does not import the ``kubernetes`` client; only
-:mod:`hotswap.adapter.kube` (the real implementation) does.
-"""
