@@ -14,6 +14,7 @@ from tpu_platform.hotswap.core import (
     EvictPod,
     JobSet,
     Pod,
+    Preemption,
     Settings,
     Snapshot,
     apply_actions,
@@ -302,3 +303,161 @@ def test_a_pool_about_to_recover_is_waited_for() -> None:
     assert status is not None and status.recovers_at == NOW + 5
     assert soon.preemptions == () and soon.actions == ()
     assert victims(recovering(60)) == [("default/low",)]
+
+
+def half_placed(
+    blocker: JobSet, *, bound: int = 3, pending_for: float = 100.0, pools: int = 1, high: JobSet | None = None
+) -> Snapshot:
+    """``high``'s slice 0 has ``bound`` pods on p-0 and the rest unschedulable; ``blocker``'s leader
+    holds the last node of p-0 (exclusive placement is per priority, so the scheduler allowed it)."""
+    hi = high or make_jobset("high", priority=HIGH)
+    snap = cluster(pools, [])
+    nodes = [n for n in snap.nodes if n.pool == "p-0"]
+    hi_pods = running_pods(hi, [make_pools("p", 1)[0]], {"p-0": nodes[:bound]}, started=NOW - 300)
+    follower = pending_pods(hi, unschedulable_since=NOW - pending_for, slices=[0], pods_per_slice=4)[bound:]
+    leader = Pod(
+        blocker.namespace,
+        f"{blocker.name}-slice-0-0",
+        f"uid-{blocker.name}-leader",
+        jobset=blocker.key,
+        job=f"{blocker.name}-slice-0",
+        node=nodes[-1].name,
+        phase="Running",
+        priority=blocker.priority,
+        created=NOW - 200,
+        started=NOW - 200,
+    )
+    return replace(snap, jobsets=(hi, blocker), pods=(*hi_pods, *follower, leader))
+
+
+def test_half_placed_job_gets_the_node_a_lower_priority_leader_holds() -> None:
+    low = make_jobset("low", priority=LOW)
+    snap = half_placed(low)
+    d = decide(snap)
+    assert [(p.beneficiary, p.victims, p.pools, p.cleared_pools) for p in d.preemptions] == [
+        ("default/high", ("default/low",), ("p-0",), ("p-0",))
+    ]
+    assert [a.name for a in d.actions if isinstance(a, EvictPod)] == ["low-slice-0-0"]
+    (note,) = [a for a in d.actions if isinstance(a, AnnotateJobSet)]
+    ann = dict(note.annotations)
+    assert (note.name, ann[constants.PREEMPTED_FOR_ANNOTATION]) == ("low", "default/high")
+    assert ann[constants.PREEMPTED_POOLS_ANNOTATION] == "p-0"
+    assert "partly placed" in ann[constants.PREEMPTION_REASON_ANNOTATION]
+    after = apply_actions(snap, d.actions)
+    assert decide(after).actions == ()
+    # Once the leader is gone and the victim restarted elsewhere, nothing more happens.
+    gone = replace(after, now=NOW + 60, pods=tuple(p for p in after.pods if p.jobset != low.key))
+    assert decide(gone).actions == ()
+
+
+def test_half_placed_job_waits_for_kube_scheduler_and_for_its_patience() -> None:
+    low = make_jobset("low", priority=LOW)
+    assert decide(half_placed(low, pending_for=5.0)).actions == ()
+    snap = half_placed(low)
+    pods = tuple(replace(p, nominated_node="p-0-n3") if p.node is None else p for p in snap.pods)
+    d = decide(replace(snap, pods=pods))
+    assert d.actions == () and any("kube-scheduler" in n for n in d.notes)
+
+
+@pytest.mark.parametrize(
+    "blocker",
+    [
+        make_jobset("peer", priority=HIGH),
+        make_jobset("above", priority=HIGH + 1),
+        make_jobset("unmanaged", priority=LOW, managed=False),
+        make_jobset("keep", priority=LOW, preemptible=False),
+        make_jobset("spent", priority=LOW, max_restarts=1, restarts=1),
+    ],
+    ids=lambda js: js.name,
+)
+def test_half_placed_job_never_preempts_a_blocker_the_rules_protect(blocker: JobSet) -> None:
+    d = decide(half_placed(blocker))
+    assert d.actions == () and d.preemptions == ()
+    assert any("partly placed on p-0, blocked by" in n for n in d.notes)
+
+
+def test_half_placed_job_preempts_only_what_sits_on_its_pool() -> None:
+    low = make_jobset("low", priority=LOW)
+    bystander = make_jobset("bystander", priority=LOW - 1, last_checkpoint=NOW)
+    snap = half_placed(low, pools=2)
+    pools = make_pools("p", 2)
+    extra = running_pods(bystander, [pools[1]], {"p-1": [n for n in snap.nodes if n.pool == "p-1"]})
+    snap = replace(snap, jobsets=(*snap.jobsets, bystander), pods=(*snap.pods, *extra))
+    d = decide(snap)
+    assert victims(snap) == [("default/low",)]
+    assert {a.jobset for a in d.actions if isinstance(a, EvictPod)} == {"default/low"}
+
+
+def test_half_placed_job_with_a_missing_slice_is_all_or_nothing() -> None:
+    low = make_jobset("low", priority=LOW)
+    high = make_jobset("high", priority=HIGH, slices=2)
+    snap = half_placed(low, pools=2, high=high)
+    p1 = [n for n in snap.nodes if n.pool == "p-1"]
+    whole = pending_pods(high, unschedulable_since=NOW - 100, slices=[1])
+
+    def with_slice_1_held_by(js: JobSet) -> Snapshot:
+        held = running_pods(js, [make_pools("p", 2)[1]], {"p-1": p1}, started=NOW - 50)
+        return replace(snap, jobsets=(*snap.jobsets, js), pods=(*snap.pods, *whole, *held))
+
+    blocked = decide(with_slice_1_held_by(make_jobset("peer", priority=HIGH)))
+    assert blocked.actions == () and any("too few" in n for n in blocked.notes)
+    d = decide(with_slice_1_held_by(make_jobset("other", priority=LOW)))
+    assert [(p.victims, p.pools, p.slices_needed) for p in d.preemptions] == [
+        (("default/low", "default/other"), ("p-0", "p-1"), 2)
+    ]
+
+
+def test_a_multi_pool_blocker_frees_its_other_slices_for_the_beneficiary_first() -> None:
+    """The blocker is preempted whole; its own slice counts toward the beneficiary's missing slice."""
+    low = make_jobset("low", priority=LOW, slices=2)
+    cheap = make_jobset("cheap", priority=LOW, last_checkpoint=NOW)
+    high = make_jobset("high", priority=HIGH, slices=2)
+    snap = half_placed(low, pools=3, high=high)
+    pools = make_pools("p", 3)
+    by_pool = {p.name: [n for n in snap.nodes if n.pool == p.name] for p in pools}
+    low_slice = running_pods(low, [pools[1]], by_pool, started=NOW - 200, first_slice=1)
+    cheap_pods = running_pods(cheap, [pools[2]], by_pool, started=NOW - 200)
+    whole = pending_pods(high, unschedulable_since=NOW - 100, slices=[1])
+    snap = replace(snap, jobsets=(*snap.jobsets, cheap), pods=(*snap.pods, *low_slice, *cheap_pods, *whole))
+    d = decide(snap)
+    assert [(p.victims, p.pools) for p in d.preemptions] == [(("default/low",), ("p-0", "p-1"))]
+    assert decide(apply_actions(snap, d.actions)).actions == ()
+
+
+def test_many_beneficiaries_at_once_decide_as_one_at_a_time() -> None:
+    """Beneficiaries share one sorted candidate list: taking them together must give the same victims
+    as adding them one by one (highest priority first) and applying each decision."""
+    n_pools = 12
+    runs = [
+        make_jobset(
+            f"run-{i}",
+            priority=LOW + i % 3,
+            slices=1 + i % 2,
+            running_since=NOW - 100 * (i + 1),
+            last_checkpoint=NOW - 37 * ((i * 7) % 11),
+        )
+        for i in range(8)
+    ]
+    placement: list[tuple[JobSet, list[int]]] = []
+    next_pool = 0
+    for js in runs:
+        if next_pool + js.slices > n_pools:
+            break
+        placement.append((js, list(range(next_pool, next_pool + js.slices))))
+        next_pool += js.slices
+    waiting = [make_jobset(f"wait-{j}", priority=HIGH - j // 2, slices=1 + j % 2) for j in range(5)]
+    together = decide(cluster(n_pools, placement, waiting))
+    assert len(together.preemptions) >= 3, "the scenario must make several beneficiaries preempt"
+
+    snap = cluster(n_pools, placement)
+    one_by_one: list[Preemption] = []
+    for js in waiting:  # already in the planner's order (priority, then name)
+        snap = replace(
+            snap,
+            jobsets=(*snap.jobsets, js),
+            pods=(*snap.pods, *pending_pods(js, unschedulable_since=NOW - 30)),
+        )
+        d = decide(snap)
+        one_by_one.extend(d.preemptions)
+        snap = apply_actions(snap, d.actions)
+    assert together.preemptions == tuple(one_by_one)

@@ -24,7 +24,7 @@ Decision
     (:class:`PoolStatus` per pool: ``name, state`` (Healthy/Suspect/Unhealthy/Recovering),
     ``problems, bad_since, unhealthy_since, clean_since, recovers_at, flapping, declared_now,
     recovered_now, history``), ``preemptions`` (:class:`Preemption`: ``beneficiary, priority, victims,
-    pools, slices_needed, work_lost``), ``held`` (mass-outage guard) and ``notes``.
+    pools, slices_needed, work_lost, cleared_pools``), ``held`` (mass-outage guard) and ``notes``.
     ``reconcile(snapshot, settings=None) -> tuple[Action, ...]`` is the short form.
     Deterministic, and idempotent: ``decide(apply_actions(s, decide(s).actions))`` has no actions.
 

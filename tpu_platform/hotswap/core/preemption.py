@@ -15,8 +15,8 @@ preemption (recorded on the victim, so this survives a controller restart).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass, replace
 
 from tpu_platform.hotswap.core import constants as k
 from tpu_platform.hotswap.core.actions import AnnotateJobSet, EmitEvent, EvictionCause, EvictPod
@@ -53,6 +53,8 @@ class Preemption:
     pools: tuple[str, ...]
     slices_needed: int
     work_lost: int
+    cleared_pools: tuple[str, ...] = ()
+    """Pools where the beneficiary was already partly placed; every victim there had to go."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +91,10 @@ def restart_budget_left(js: JobSet) -> bool:
     return js.disruption_ignores_max_restarts or js.restarts < js.max_restarts
 
 
+def _order(c: Candidate) -> tuple[int, int, int, str]:
+    return (c.cost, c.priority, -len(c.pools), c.key)
+
+
 def select_victims(candidates: Iterable[Candidate], need: int) -> tuple[Candidate, ...] | None:
     """Cheapest set freeing at least ``need`` slices: min (work lost, victims, slices), then order.
 
@@ -99,16 +105,20 @@ def select_victims(candidates: Iterable[Candidate], need: int) -> tuple[Candidat
     """
     if need <= 0:
         return ()
-    ordered = sorted(candidates, key=lambda c: (c.cost, c.priority, -len(c.pools), c.key))
     kept: list[Candidate] = []
     per_size: dict[int, int] = {}
-    for c in ordered:
+    for c in sorted(candidates, key=_order):
         f = min(len(c.pools), need)
         if f <= 0:
             continue
         if per_size.get(f, 0) < -(-need // f):
             per_size[f] = per_size.get(f, 0) + 1
             kept.append(c)
+    return _cover(kept, need)
+
+
+def _cover(kept: list[Candidate], need: int) -> tuple[Candidate, ...] | None:
+    """The DP of :func:`select_victims` over already pruned candidates in :func:`_order`."""
     # best[j]: (cost, victims, slices, indices) of the best set freeing at least j slices.
     best: list[tuple[int, int, int, tuple[int, ...]] | None] = [None] * (need + 1)
     best[0] = (0, 0, 0, ())
@@ -127,6 +137,68 @@ def select_victims(candidates: Iterable[Candidate], need: int) -> tuple[Candidat
     if final is None:
         return None
     return tuple(kept[i] for i in final[3])
+
+
+class _Queue:
+    """One shape's candidates, sorted once and grouped by slices freed, shared by all beneficiaries.
+
+    Beneficiaries come highest priority first and the pools and victims they take stay taken, so a
+    candidate that is not eligible for one beneficiary is not eligible for any later one: it is
+    unlinked the first time it is seen, and each beneficiary looks at no more candidates than
+    :func:`select_victims` would keep after pruning (plus those it unlinks).
+    """
+
+    __slots__ = ("_head", "_items", "_next")
+
+    def __init__(self, candidates: Iterable[Candidate]) -> None:
+        by_size: dict[int, list[Candidate]] = {}
+        for c in sorted(candidates, key=_order):
+            if c.pools:
+                by_size.setdefault(len(c.pools), []).append(c)
+        self._items = {size: by_size[size] for size in sorted(by_size)}
+        self._next = {size: list(range(1, len(items) + 1)) for size, items in self._items.items()}
+        self._head = dict.fromkeys(self._items, 0)
+
+    def select(
+        self, need: int, *, alive: Callable[[Candidate], bool], skip: Callable[[Candidate], bool]
+    ) -> tuple[Candidate, ...] | None:
+        """Same result as ``select_victims`` over the candidates that are ``alive`` and not ``skip``ped.
+
+        ``alive`` must stay false once false for every later call (they are unlinked); ``skip`` only
+        applies to this call.
+        """
+        if need <= 0:
+            return ()
+        kept: list[Candidate] = []
+        largest: list[Candidate] = []
+        for size in self._items:
+            if size < need:
+                kept.extend(self._first(size, -(-need // size), alive, skip))
+            else:
+                largest.extend(self._first(size, 1, alive, skip))
+        if largest:
+            kept.append(min(largest, key=_order))
+        kept.sort(key=_order)
+        return _cover(kept, need)
+
+    def _first(
+        self, size: int, count: int, alive: Callable[[Candidate], bool], skip: Callable[[Candidate], bool]
+    ) -> list[Candidate]:
+        items, nxt = self._items[size], self._next[size]
+        out: list[Candidate] = []
+        prev = -1
+        i = self._head[size]
+        while i < len(items) and len(out) < count:
+            if alive(items[i]):
+                if not skip(items[i]):
+                    out.append(items[i])
+                prev = i
+            elif prev < 0:
+                self._head[size] = nxt[i]
+            else:
+                nxt[prev] = nxt[i]
+            i = nxt[i]
+        return out
 
 
 def read_reservations(idx: ClusterIndex, settings: Settings, now: float) -> dict[str, Reservation]:
@@ -161,8 +233,11 @@ def read_reservations(idx: ClusterIndex, settings: Settings, now: float) -> dict
 class _Beneficiary:
     js: JobSet
     pending_jobs: int
+    """Jobs (slices) with no pod placed: they need whole pools."""
     waiting_since: float
     own_pools: frozenset[str]
+    partial_pools: frozenset[str]
+    """Pools holding part of a Job whose other pods cannot be scheduled: the rest must land there."""
 
 
 def _beneficiaries(idx: ClusterIndex, settings: Settings, now: float, notes: list[str]) -> list[_Beneficiary]:
@@ -174,7 +249,7 @@ def _beneficiaries(idx: ClusterIndex, settings: Settings, now: float, notes: lis
         pods = idx.pods_of(key)
         if not pods:
             continue
-        placed: set[str] = set()
+        placed: dict[str, set[str]] = {}
         pending: dict[str, float] = {}
         nominated = False
         own_pools: set[str] = set()
@@ -186,7 +261,7 @@ def _beneficiaries(idx: ClusterIndex, settings: Settings, now: float, notes: lis
                 if pool is not None:
                     own_pools.add(pool)
                 if not p.terminating:
-                    placed.add(p.job)
+                    placed.setdefault(p.job, set()).update(() if pool is None else (pool,))
             elif (
                 not p.terminating
                 and p.phase == PENDING
@@ -196,13 +271,14 @@ def _beneficiaries(idx: ClusterIndex, settings: Settings, now: float, notes: lis
                 and now - p.unschedulable_since >= settings.preemption_pending_seconds
             ):
                 pending[p.job] = min(pending.get(p.job, p.unschedulable_since), p.unschedulable_since)
-        jobs = set(pending) - placed
-        if not jobs:
+        if not pending:
             continue
         if nominated:
             notes.append(f"{key}: kube-scheduler is already preempting (nominatedNodeName set); not acting")
             continue
-        out.append(_Beneficiary(js, len(jobs), min(pending[j] for j in jobs), frozenset(own_pools)))
+        jobs = set(pending) - set(placed)
+        partial_pools = frozenset(pool for job in pending if job in placed for pool in placed[job])
+        out.append(_Beneficiary(js, len(jobs), min(pending.values()), frozenset(own_pools), partial_pools))
     out.sort(key=lambda b: (-b.js.priority, b.waiting_since, b.js.key))
     return out
 
@@ -248,7 +324,7 @@ def plan_preemptions(
         entries.sort()
 
     reserved_victims = {r.victim for r in reservations.values()}
-    candidates = _candidates(
+    victims = _candidates(
         idx,
         statuses,
         settings=settings,
@@ -257,6 +333,7 @@ def plan_preemptions(
         reservations=reservations,
         reserved_victims=reserved_victims,
     )
+    queues: dict[Shape, _Queue] = {}
 
     used_pools: set[str] = set()
     used_victims: set[str] = set()
@@ -265,6 +342,22 @@ def plan_preemptions(
         if js.key in used_victims:
             continue
         shape = (js.accelerator, js.topology)
+        co_located: dict[str, Candidate] = {}
+        cleared: tuple[str, ...] = ()
+        if b.partial_pools:
+            found = _co_located(
+                idx,
+                b,
+                statuses=statuses,
+                victims=victims,
+                reservations=reservations,
+                failing=failing,
+                used_victims=used_victims,
+                notes=plan.notes,
+            )
+            if found is None:
+                continue
+            co_located, cleared = found
         need = b.pending_jobs
         need -= sum(1 for r in reservations.values() if r.beneficiary == js.key and r.pool not in b.own_pools)
         for name in free.get(shape, ()):
@@ -279,28 +372,106 @@ def plan_preemptions(
             if name not in used_pools and (top < js.priority or owners == {js.key}):
                 used_pools.add(name)
                 need -= 1
-        if need <= 0:
-            plan.notes.append(f"{js.key}: capacity is free or on its way; not preempting")
+        need = max(need, 0)
+        if need == 0 and not co_located:
+            if b.pending_jobs:
+                plan.notes.append(f"{js.key}: capacity is free or on its way; not preempting")
             continue
-        eligible = [
-            c
-            for c in candidates.get(shape, ())
-            if c.priority < js.priority
-            and c.key not in used_victims
-            and c.key != js.key
-            and not used_pools.intersection(c.pools)
-        ]
-        chosen = select_victims(eligible, need)
-        if chosen is None:
-            plan.notes.append(
-                f"{js.key}: needs {need} {js.topology} slice(s); lower-priority victims free too few"
+        # Pools that victims cleared for the partly placed slices also free count first.
+        rest = need - sum(1 for c in co_located.values() for p in c.pools if p not in b.own_pools)
+        chosen: tuple[Candidate, ...] = ()
+        if rest > 0:
+            queue = queues.get(shape)
+            if queue is None:
+                queue = queues[shape] = _Queue(v.candidate for v in victims.values() if v.shape == shape)
+            picked = queue.select(
+                rest,
+                alive=_still_eligible(js.priority, used_victims, used_pools),
+                skip=_held_by(co_located.values()),
             )
-            continue
-        _record(idx, js, need=need, chosen=chosen, now=now, plan=plan)
+            if picked is None:
+                plan.notes.append(
+                    f"{js.key}: needs {rest} {js.topology} slice(s); lower-priority victims free too few"
+                )
+                continue
+            chosen = picked
+        chosen = tuple(co_located[key] for key in sorted(co_located)) + chosen
+        _record(idx, js, need=need + len(cleared), chosen=chosen, cleared=cleared, now=now, plan=plan)
         for c in chosen:
             used_victims.add(c.key)
             used_pools.update(c.pools)
     return plan
+
+
+def _still_eligible(
+    priority: int, used_victims: set[str], used_pools: set[str]
+) -> Callable[[Candidate], bool]:
+    """Eligibility for a beneficiary of ``priority``; once false, false for every later one (they
+    come in falling priority, and used victims and pools only grow)."""
+    return lambda c: c.priority < priority and c.key not in used_victims and used_pools.isdisjoint(c.pools)
+
+
+def _held_by(chosen: Collection[Candidate]) -> Callable[[Candidate], bool]:
+    """Candidates already chosen for this beneficiary, or sharing a pool with one (this call only)."""
+    keys = frozenset(c.key for c in chosen)
+    pools = frozenset(p for c in chosen for p in c.pools)
+    return lambda c: c.key in keys or not pools.isdisjoint(c.pools)
+
+
+def _co_located(
+    idx: ClusterIndex,
+    b: _Beneficiary,
+    *,
+    statuses: Mapping[str, PoolStatus],
+    victims: Mapping[str, _Victim],
+    reservations: Mapping[str, Reservation],
+    failing: frozenset[str],
+    used_victims: set[str],
+    notes: list[str],
+) -> tuple[dict[str, Candidate], tuple[str, ...]] | None:
+    """Victims whose pods hold nodes of pools where the beneficiary is partly placed, and those pools.
+
+    kube-scheduler's exclusive placement lets a lower-priority leader take a node of a pool that a
+    higher-priority Job already started on; without scheduler preemption the rest of that Job never
+    lands. Every blocker must be a victim the whole-slice rules would accept, else nothing is done
+    for this beneficiary (a partial clearing would not let it run). None means: do nothing.
+    """
+    js = b.js
+    chosen: dict[str, Candidate] = {}
+    cleared: list[str] = []
+    for pool in sorted(b.partial_pools):
+        if not statuses[pool].usable:
+            continue
+        r = reservations.get(pool)
+        if r is not None and r.beneficiary == js.key:
+            continue
+        if pool in idx.nominated_pools or r is not None:
+            notes.append(f"{js.key}: pool {pool} is already being freed for another workload; not acting")
+            return None
+        blockers = [
+            p
+            for p in idx.pods_by_pool[pool]
+            if p.uses_accelerator
+            and not p.terminating
+            and p.jobset != js.key
+            and p.jobset not in failing
+            and p.jobset not in used_victims
+        ]
+        if not blockers:
+            continue
+        for p in blockers:
+            v = victims.get(p.jobset) if p.jobset is not None else None
+            if v is None or v.candidate.priority >= js.priority or v.shape != (js.accelerator, js.topology):
+                owner = p.jobset or "a pod outside any JobSet"
+                notes.append(
+                    f"{js.key}: partly placed on {pool}, blocked by {p.namespace}/{p.name} of {owner}, "
+                    "which is not a lower-priority preemptible managed JobSet; not preempting"
+                )
+                return None
+            prev = chosen.get(v.candidate.key, v.candidate)
+            chosen[v.candidate.key] = replace(prev, pools=tuple(sorted({*prev.pools, pool})))
+        cleared.append(pool)
+    return chosen, tuple(cleared)
 
 
 def _recovering_soon(status: PoolStatus, settings: Settings, now: float) -> bool:
@@ -312,6 +483,12 @@ def _recovering_soon(status: PoolStatus, settings: Settings, now: float) -> bool
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _Victim:
+    candidate: Candidate
+    shape: Shape
+
+
 def _candidates(
     idx: ClusterIndex,
     statuses: Mapping[str, PoolStatus],
@@ -321,8 +498,9 @@ def _candidates(
     failing: frozenset[str],
     reservations: Mapping[str, Reservation],
     reserved_victims: set[str],
-) -> dict[Shape, list[Candidate]]:
-    out: dict[Shape, list[Candidate]] = {}
+) -> dict[str, _Victim]:
+    """Every JobSet that may be preempted, with the pools of its shape it alone occupies."""
+    out: dict[str, _Victim] = {}
     for key, js in idx.jobsets.items():
         if (
             key not in idx.managed
@@ -336,6 +514,8 @@ def _candidates(
         if settings.protect_restart_budget and not restart_budget_left(js):
             continue
         running = tuple(p for p in idx.pods_of(key) if p.node is not None and not p.terminating)
+        if not running:
+            continue
         pools = {idx.node_pool[p.node] for p in running if p.node in idx.node_pool}
         freed = []
         for name in sorted(pools):
@@ -349,11 +529,9 @@ def _candidates(
                 and all(p.jobset == key for p in idx.pods_by_pool[name] if p.uses_accelerator)
             ):
                 freed.append(name)
-        if not freed:
-            continue
         cost = int(js.chips * work_lost_seconds(js, now))
-        out.setdefault((js.accelerator, js.topology), []).append(
-            Candidate(key, js.priority, cost, tuple(freed), running)
+        out[key] = _Victim(
+            Candidate(key, js.priority, cost, tuple(freed), running), (js.accelerator, js.topology)
         )
     return out
 
@@ -364,15 +542,18 @@ def _record(
     *,
     need: int,
     chosen: tuple[Candidate, ...],
+    cleared: tuple[str, ...],
     now: float,
     plan: PreemptionPlan,
 ) -> None:
-    pools = tuple(sorted(p for c in chosen for p in c.pools))
+    pools = tuple(sorted({p for c in chosen for p in c.pools}))
     for c in chosen:
         victim = idx.jobsets[c.key]
         count = _int(victim.annotations.get(k.PREEMPTION_COUNT_ANNOTATION)) + 1
+        shared = [p for p in c.pools if p in cleared]
+        where = f" (incl. {', '.join(shared)}, where it was partly placed)" if shared else ""
         why = (
-            f"freed {len(c.pools)} {victim.topology} slice(s) for {beneficiary.key} "
+            f"freed {len(c.pools)} {victim.topology} slice(s) for {beneficiary.key}{where} "
             f"(priority {beneficiary.priority} > {victim.priority}); est. work lost {c.cost} chip-s"
         )
         plan.annotations.append(
@@ -435,6 +616,7 @@ def _record(
             pools=pools,
             slices_needed=need,
             work_lost=sum(c.cost for c in chosen),
+            cleared_pools=cleared,
         )
     )
 
