@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from tpu_platform.hotswap.core.model import Taint
+from tpu_platform.hotswap.core.model import JobSet, Pod, Taint
 
 
 class EvictionCause(StrEnum):
@@ -61,6 +61,11 @@ class EvictPod:
     jobset: str | None = None
     reason: str = ""
 
+    @classmethod
+    def of(cls, pod: Pod, cause: EvictionCause, pool: str | None, reason: str) -> EvictPod:
+        """Evict ``pod``, recording why and which pool it frees."""
+        return cls(pod.namespace, pod.name, pod.uid, cause, pod.node, pool, pod.jobset, reason)
+
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
@@ -95,6 +100,16 @@ class EmitEvent:
     reason: str
     message: str
     action: str = ""
+
+    @classmethod
+    def on_jobset(cls, js: JobSet, type_: str, reason: str, message: str, action: str) -> EmitEvent:
+        """An Event on a JobSet the controller acted on or for."""
+        return cls("JobSet", js.namespace, js.name, js.uid, type_, reason, message, action)
+
+    @classmethod
+    def on_node(cls, node: tuple[str, str], type_: str, reason: str, message: str, action: str) -> EmitEvent:
+        """An Event on a (cluster-scoped) Node, given as ``(name, uid)``."""
+        return cls("Node", "", node[0], node[1], type_, reason, message, action)
 
 
 Action = PatchNode | AnnotateJobSet | EvictPod | ForceDeletePod | EmitEvent

@@ -40,15 +40,11 @@ def fail_fast(
             if pod.terminating or pod.jobset not in idx.managed:
                 continue
             evictions.append(
-                EvictPod(
-                    namespace=pod.namespace,
-                    name=pod.name,
-                    uid=pod.uid,
-                    cause=EvictionCause.FAIL_FAST,
-                    node=pod.node,
-                    pool=pool,
-                    jobset=pod.jobset,
-                    reason=f"node pool {pool} is unhealthy: {status.reason or 'declared unhealthy'}",
+                EvictPod.of(
+                    pod,
+                    EvictionCause.FAIL_FAST,
+                    pool,
+                    f"node pool {pool} is unhealthy: {status.reason or 'declared unhealthy'}",
                 )
             )
             evicted.append(pod)
@@ -58,15 +54,12 @@ def fail_fast(
     for (key, pool), count in sorted(per_jobset.items()):
         js = idx.jobsets[key]
         events.append(
-            EmitEvent(
-                kind="JobSet",
-                namespace=js.namespace,
-                name=js.name,
-                uid=js.uid,
-                type="Warning",
-                reason="HotswapFailFast",
-                message=f"Evicting {count} pod(s) on unhealthy node pool {pool} so the JobSet restarts now",
-                action="Evict",
+            EmitEvent.on_jobset(
+                js,
+                "Warning",
+                "HotswapFailFast",
+                f"Evicting {count} pod(s) on unhealthy node pool {pool} so the JobSet restarts now",
+                "Evict",
             )
         )
     return evictions, events, evicted
@@ -108,16 +101,12 @@ def clear_stuck(
     for key, count in sorted(per_jobset.items()):
         js = idx.jobsets[key]
         events.append(
-            EmitEvent(
-                kind="JobSet",
-                namespace=js.namespace,
-                name=js.name,
-                uid=js.uid,
-                type="Warning",
-                reason="HotswapForceDeleted",
-                message=f"Force-deleted {count} pod(s) stuck Terminating on dead node(s) so the restart "
-                "can proceed",
-                action="ForceDelete",
+            EmitEvent.on_jobset(
+                js,
+                "Warning",
+                "HotswapForceDeleted",
+                f"Force-deleted {count} pod(s) stuck Terminating on dead node(s) so the restart can proceed",
+                "ForceDelete",
             )
         )
     return deletes, events

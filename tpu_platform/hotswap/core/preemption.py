@@ -573,39 +573,29 @@ def _record(
         )
         for p in c.pods:
             plan.evictions.append(
-                EvictPod(
-                    namespace=p.namespace,
-                    name=p.name,
-                    uid=p.uid,
-                    cause=EvictionCause.PREEMPTION,
-                    node=p.node,
-                    pool=idx.node_pool.get(p.node) if p.node is not None else None,
-                    jobset=c.key,
-                    reason=why,
+                EvictPod.of(
+                    p,
+                    EvictionCause.PREEMPTION,
+                    idx.node_pool.get(p.node) if p.node is not None else None,
+                    why,
                 )
             )
         plan.events.append(
-            EmitEvent(
-                kind="JobSet",
-                namespace=victim.namespace,
-                name=victim.name,
-                uid=victim.uid,
-                type="Warning",
-                reason="HotswapPreempted",
-                message=why,
-                action="Preempt",
+            EmitEvent.on_jobset(
+                victim,
+                "Warning",
+                "HotswapPreempted",
+                why,
+                "Preempt",
             )
         )
     plan.events.append(
-        EmitEvent(
-            kind="JobSet",
-            namespace=beneficiary.namespace,
-            name=beneficiary.name,
-            uid=beneficiary.uid,
-            type="Normal",
-            reason="HotswapPreemptedForSlices",
-            message=f"Preempted {', '.join(c.key for c in chosen)} to free node pool(s) {', '.join(pools)}",
-            action="Preempt",
+        EmitEvent.on_jobset(
+            beneficiary,
+            "Normal",
+            "HotswapPreemptedForSlices",
+            f"Preempted {', '.join(c.key for c in chosen)} to free node pool(s) {', '.join(pools)}",
+            "Preempt",
         )
     )
     plan.preemptions.append(
@@ -635,15 +625,11 @@ def _continue_reservations(
         for p in idx.pods_by_pool[pool]:
             if p.jobset == r.victim and not p.terminating and p.created <= r.at:
                 plan.evictions.append(
-                    EvictPod(
-                        namespace=p.namespace,
-                        name=p.name,
-                        uid=p.uid,
-                        cause=EvictionCause.PREEMPTION,
-                        node=p.node,
-                        pool=pool,
-                        jobset=r.victim,
-                        reason=f"completing preemption of {r.victim} for {r.beneficiary}",
+                    EvictPod.of(
+                        p,
+                        EvictionCause.PREEMPTION,
+                        pool,
+                        f"completing preemption of {r.victim} for {r.beneficiary}",
                     )
                 )
 

@@ -103,26 +103,20 @@ def decide(snapshot: Snapshot, settings: Settings | None = None) -> Decision:
 def _pool_event(status: PoolStatus, node: str, uid: str, now: float) -> EmitEvent:
     if status.declared_now:
         flap = " (flapping: longer clean time required)" if status.flapping else ""
-        return EmitEvent(
-            kind="Node",
-            namespace="",
-            name=node,
-            uid=uid,
-            type="Warning",
-            reason="HotswapPoolUnhealthy",
-            message=f"Node pool {status.name} declared unhealthy and tainted{flap}: {status.reason}",
-            action="Taint",
+        return EmitEvent.on_node(
+            (node, uid),
+            "Warning",
+            "HotswapPoolUnhealthy",
+            f"Node pool {status.name} declared unhealthy and tainted{flap}: {status.reason}",
+            "Taint",
         )
     down = now - status.unhealthy_since if status.unhealthy_since is not None else 0.0
-    return EmitEvent(
-        kind="Node",
-        namespace="",
-        name=node,
-        uid=uid,
-        type="Normal",
-        reason="HotswapPoolRecovered",
-        message=f"Node pool {status.name} clean again; untainted after {down:.0f}s unhealthy",
-        action="Untaint",
+    return EmitEvent.on_node(
+        (node, uid),
+        "Normal",
+        "HotswapPoolRecovered",
+        f"Node pool {status.name} clean again; untainted after {down:.0f}s unhealthy",
+        "Untaint",
     )
 
 
