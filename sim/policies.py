@@ -16,7 +16,7 @@ from typing import Protocol
 from sim.cluster import Cluster
 from sim.engine import Handle
 from sim.snapshot import CheckpointClock, SnapshotBuilder, apply, quiescent
-from tpu_platform.hotswap.core import Preemption, Settings, decide
+from tpu_platform.hotswap.core import PoolMemory, Preemption, Settings, decide
 
 
 class Policy(Protocol):
@@ -67,6 +67,8 @@ class Hotswap:
         self.verify_idle = verify_idle
         self.stats = ControllerStats()
         self._next: Handle | None = None
+        self.memory: PoolMemory | None = None
+        """Carried from one decision to the next, as the adapter does while it leads."""
 
     def attach(self, cluster: Cluster, last_checkpoint: CheckpointClock) -> None:
         self.c = cluster
@@ -94,7 +96,7 @@ class Hotswap:
             return
         snap = self.snapshots.build()
         t0 = time.perf_counter()
-        decision = decide(snap, self.settings)
+        decision = decide(snap, self.settings, memory=self.memory)
         spent = time.perf_counter() - t0
         if idle and decision.actions:
             raise AssertionError(f"t={snap.now}: quiescent cluster but decide acted: {decision.actions[:3]}")
@@ -104,6 +106,7 @@ class Hotswap:
         stats.max_decide_seconds = max(stats.max_decide_seconds, spent)
         stats.held += int(decision.held)
         stats.preemptions.extend(decision.preemptions)
+        self.memory = decision.memory
         stats.actions.update(apply(self.c, decision.actions))
         stats.track(snap.now, {p.name: p.declared for p in decision.pools})
         if not quiescent(self.c):

@@ -282,6 +282,39 @@ def test_idempotent_after_applying(snap: Snapshot) -> None:
     assert again.actions == ()
 
 
+def recreate_declared(snap: Snapshot, d: Decision) -> Snapshot:
+    """Every node of each declared pool replaced as GKE's repair does: new uid, Ready, no state."""
+    declared = {p.name for p in d.pools if p.declared}
+    pools = {p.name: p for p in snap.pools}
+    kept = [n for n in snap.nodes if n.pool not in declared]
+    fresh = [
+        replace(n, uid=f"{n.uid}-recreated")
+        for name in sorted(declared)
+        for n in make_nodes(pools[name], ready_since=NOW - 5)
+    ]
+    return replace(snap, nodes=(*kept, *fresh))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ANY_CLUSTER)
+def test_recreated_pools_stay_declared_and_idempotent_with_memory(snap: Snapshot) -> None:
+    d = decide(snap, NO_GUARD)
+    after = apply_actions(snap, d.actions)
+    assert decide(after, NO_GUARD, memory=d.memory).actions == ()
+    repaired = recreate_declared(after, d)
+    d2 = decide(repaired, NO_GUARD, memory=d.memory)
+    for before in d.pools:
+        status = d2.pool(before.name)
+        assert status is not None
+        if before.declared:
+            assert status.state is PoolState.RECOVERING, "the T_good hold survives the re-creation"
+            recent = {t for t in before.history if t > NOW - NO_GUARD.flap_window_seconds}
+            assert recent <= set(status.history), "flap history survives the re-creation"
+    check_safety(repaired, d2, NO_GUARD)
+    again = decide(apply_actions(repaired, d2.actions), NO_GUARD, memory=d2.memory)
+    assert again.actions == ()
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ANY_CLUSTER, st.randoms(use_true_random=False))
 def test_deterministic_regardless_of_input_order(snap: Snapshot, rnd: object) -> None:
@@ -299,6 +332,12 @@ def test_deterministic_regardless_of_input_order(snap: Snapshot, rnd: object) ->
     assert a.actions == b.actions
     assert a.preemptions == b.preemptions
     assert a.pools == b.pools
+    assert a.memory == b.memory
+    repaired = recreate_declared(apply_actions(snap, a.actions), a)
+    shuffled_repaired = replace(repaired, nodes=tuple(rnd.sample(repaired.nodes, len(repaired.nodes))))
+    x = decide(repaired, NO_GUARD, memory=a.memory)
+    y = decide(shuffled_repaired, NO_GUARD, memory=b.memory)
+    assert (x.actions, x.pools, x.memory) == (y.actions, y.pools, y.memory)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

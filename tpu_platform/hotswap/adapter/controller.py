@@ -24,6 +24,7 @@ from tpu_platform.hotswap.adapter.expectations import Expectations
 from tpu_platform.hotswap.adapter.leader import LeaderElector
 from tpu_platform.hotswap.adapter.metrics import Metrics
 from tpu_platform.hotswap.core.actions import Action, EvictionCause, EvictPod, ForceDeletePod
+from tpu_platform.hotswap.core.health import PoolMemory
 from tpu_platform.hotswap.core.model import JobSet, Pod, Snapshot
 from tpu_platform.hotswap.core.reconcile import Decision, decide
 
@@ -75,6 +76,9 @@ class Controller:
         self.last_loop = time.monotonic()
         self._last_dry_run: tuple[Action, ...] = ()
         self._was_held = False
+        self.memory: PoolMemory | None = None
+        """The last applied decision's pool memory: keeps a recreated pool's state while this process
+        leads. Not persisted: a restarted controller or a new leader rebuilds from node annotations."""
         self.metrics.dry_run.set(1 if rt.dry_run else 0)
 
     @property
@@ -120,7 +124,7 @@ class Controller:
             return None
         started = time.perf_counter()
         snap = self.snapshot(self.clock())
-        decision = decide(snap, self.config.settings)
+        decision = decide(snap, self.config.settings, memory=self.memory)
         self.metrics.reconcile_duration.observe(time.perf_counter() - started)
         self.metrics.unhealthy_pools.set(sum(1 for p in decision.pools if p.declared or p.declared_now))
         self.metrics.held.set(1 if decision.held else 0)
@@ -131,6 +135,8 @@ class Controller:
             )
         leading = self.is_leader()
         self.metrics.is_leader.set(1 if leading else 0)
+        # Remember only what this process wrote: a dry run or a standby writes nothing.
+        self.memory = decision.memory if leading and not self.config.runtime.dry_run else None
         if self.config.runtime.dry_run:
             self._log_dry_run(decision)
             self.metrics.reconciles.labels(result="dry-run").inc()

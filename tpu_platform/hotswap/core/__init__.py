@@ -27,6 +27,10 @@ Decision
     pools, slices_needed, work_lost, cleared_pools``), ``held`` (mass-outage guard) and ``notes``.
     ``reconcile(snapshot, settings=None) -> tuple[Action, ...]`` is the short form.
     Deterministic, and idempotent: ``decide(apply_actions(s, decide(s).actions))`` has no actions.
+    ``decide(snapshot, settings, memory=previous.memory)``: the optional, immutable :class:`PoolMemory`
+    (``Decision.memory``, one :class:`PoolRecord` per pool: declared, unhealthy_since, reason,
+    clean_since, history, nodes) stands in for node state when all of a pool's nodes were recreated.
+    Idempotent with it too: ``decide(apply_actions(s, d.actions), memory=d.memory)`` has no actions.
 
 Actions (``tpu_platform.hotswap.core.actions``)
     ``PatchNode(node, pool, add_taints, remove_taints, set_annotations, remove_annotations, reason)``,
@@ -59,7 +63,15 @@ from tpu_platform.hotswap.core.actions import (
     action_sort_key,
 )
 from tpu_platform.hotswap.core.apply import apply_actions
-from tpu_platform.hotswap.core.health import PoolState, PoolStatus, Problem, node_dead_since
+from tpu_platform.hotswap.core.health import (
+    PoolMemory,
+    PoolRecord,
+    PoolState,
+    PoolStatus,
+    Problem,
+    node_dead_since,
+    node_key,
+)
 from tpu_platform.hotswap.core.model import (
     Condition,
     JobSet,
@@ -99,6 +111,8 @@ __all__ = [
     "NodePool",
     "PatchNode",
     "Pod",
+    "PoolMemory",
+    "PoolRecord",
     "PoolState",
     "PoolStatus",
     "Preemption",
@@ -116,6 +130,7 @@ __all__ = [
     "is_managed",
     "is_preemptible",
     "node_dead_since",
+    "node_key",
     "parse_time",
     "reconcile",
     "select_victims",

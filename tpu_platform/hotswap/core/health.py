@@ -1,15 +1,20 @@
-"""Pool health with hysteresis, rebuilt every reconcile from the nodes alone.
+"""Pool health with hysteresis, rebuilt every reconcile from the nodes (and optional pool memory).
 
 A multi-host slice is one unit: one bad node makes the whole pool bad. State that the cluster does not
 timestamp by itself (when an untimed problem was first seen, when an unhealthy pool first looked clean,
 past declarations for flap damping) lives in annotations the controller writes on every node of the
 pool, so a restarted controller or a new leader reaches the same conclusions.
+
+GKE repairs a multi-host pool by recreating it, and fresh Node objects carry none of that state. The
+caller may therefore pass a :class:`PoolMemory` (returned by the previous decision): it is used only
+for a pool none of whose nodes carries state and none of whose nodes it has seen carrying state, that
+is, a pool whose nodes were all replaced. State removed by hand from known nodes still ends the hold.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from tpu_platform.hotswap.core import constants as k
@@ -150,6 +155,44 @@ def node_dead_since(node: Node) -> float | None:
     return since
 
 
+def node_key(node: Node) -> str:
+    """Identity of one Node object: a recreated node gets a new uid (or creation time) under its name."""
+    return node.uid or f"{node.name}@{node.created!r}"
+
+
+@dataclass(frozen=True, slots=True)
+class PoolRecord:
+    """What the controller last wrote on one pool's nodes, kept so node re-creation does not erase it."""
+
+    pool: str
+    declared: bool = False
+    unhealthy_since: float | None = None
+    reason: str = ""
+    clean_since: float | None = None
+    history: tuple[float, ...] = ()
+    """Declaration times within the flap window, oldest first."""
+    nodes: frozenset[str] = frozenset()
+    """Keys (:func:`node_key`) of nodes seen carrying this state: their loss of it is not a re-creation."""
+
+
+@dataclass(frozen=True, slots=True)
+class PoolMemory:
+    """Immutable pool memory, one record per pool, sorted by pool name. Empty: nodes alone decide."""
+
+    records: tuple[PoolRecord, ...] = ()
+    _by_pool: Mapping[str, PoolRecord] = field(default_factory=dict, init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_pool", {r.pool: r for r in self.records})
+
+    @classmethod
+    def of(cls, records: Iterable[PoolRecord]) -> PoolMemory:
+        return cls(tuple(sorted(records, key=lambda r: r.pool)))
+
+    def get(self, pool: str) -> PoolRecord | None:
+        return self._by_pool.get(pool)
+
+
 @dataclass(slots=True)
 class _Persisted:
     tainted: bool = False
@@ -158,6 +201,64 @@ class _Persisted:
     clean_since: float | None = None
     reason: str = ""
     history: tuple[float, ...] = ()
+    from_memory: bool = False
+
+    @property
+    def declared(self) -> bool:
+        return self.tainted or self.unhealthy_since is not None
+
+
+def _carries_state(node: Node) -> bool:
+    ann = node.annotations
+    return node.has_taint(k.UNHEALTHY_TAINT_KEY) or (
+        bool(ann)
+        and (
+            k.UNHEALTHY_SINCE_ANNOTATION in ann
+            or k.UNHEALTHY_HISTORY_ANNOTATION in ann
+            or k.CLEAN_SINCE_ANNOTATION in ann
+        )
+    )
+
+
+def _recall(st: _Persisted, nodes: Sequence[Node], record: PoolRecord | None) -> _Persisted:
+    """The remembered state, if the nodes carry none and all of them are unknown to the record."""
+    if record is None or any(_carries_state(n) or node_key(n) in record.nodes for n in nodes):
+        return st
+    return _Persisted(
+        tainted=record.declared,
+        unhealthy_since=record.unhealthy_since if record.declared else None,
+        suspect_since=st.suspect_since,
+        clean_since=record.clean_since if record.declared else None,
+        reason=record.reason if record.declared else "",
+        history=tuple(sorted(set(st.history) | set(record.history))),
+        from_memory=True,
+    )
+
+
+def _remember(
+    status: PoolStatus,
+    nodes: Sequence[Node],
+    previous: PoolRecord | None,
+    *,
+    window_start: float,
+    reason: str = "",
+    clean_stamp: float | None = None,
+) -> PoolRecord | None:
+    """The record after this decision: what its node patches write, and which nodes already carry it."""
+    history = tuple(t for t in status.history if t > window_start)
+    declared = status.declared
+    if not declared and not history:
+        return None
+    carrying = frozenset(node_key(n) for n in nodes if _carries_state(n))
+    return PoolRecord(
+        pool=status.name,
+        declared=declared,
+        unhealthy_since=status.unhealthy_since if declared else None,
+        reason=reason if declared else "",
+        clean_since=clean_stamp if declared else None,
+        history=history,
+        nodes=carrying or (previous.nodes if previous is not None else frozenset()),
+    )
 
 
 def _read_state(nodes: Sequence[Node]) -> _Persisted:
@@ -194,10 +295,13 @@ def assess_pool(
     settings: Settings,
     detector: ProblemDetector,
     node_problems: dict[str, list[Problem]],
-) -> tuple[PoolStatus, list[PatchNode]]:
-    """Pool state at ``now`` plus the node patches that bring the stored state in line with it.
+    record: PoolRecord | None = None,
+) -> tuple[PoolStatus, list[PatchNode], PoolRecord | None]:
+    """Pool state at ``now``, the node patches that bring the stored state in line with it, and the
+    pool's memory record after them.
 
-    ``node_problems`` holds each node's problems (computed once by the caller).
+    ``node_problems`` holds each node's problems (computed once by the caller). ``record`` (the previous
+    decision's memory) stands in for the node state only when every node was replaced.
     """
     problems: list[Problem] = []
     timed: list[float] = []
@@ -216,9 +320,9 @@ def assess_pool(
         problems.append(Problem("", f"slice incomplete: {len(nodes)}/{pool.expected_nodes} nodes", None))
         untimed = True
     bad = bool(problems)
-    st = _read_state(nodes)
+    st = _recall(_read_state(nodes), nodes, record)
     window_start = now - settings.flap_window_seconds
-    declared = st.tainted or st.unhealthy_since is not None
+    declared = st.declared
     desired: dict[str, str | None]
 
     if not declared:
@@ -232,7 +336,8 @@ def assess_pool(
                     k.UNHEALTHY_REASON_ANNOTATION,
                 )
             )
-            return status, _patches(nodes, False, desired, "pool healthy")
+            memo = _remember(status, nodes, record, window_start=window_start)
+            return status, _patches(nodes, False, desired, "pool healthy"), memo
         suspect = (st.suspect_since if st.suspect_since is not None else now) if untimed else None
         bad_since = min([*timed, *([suspect] if suspect is not None else [])])
         if now - bad_since < settings.unhealthy_after_seconds:
@@ -245,7 +350,8 @@ def assess_pool(
                 k.CLEAN_SINCE_ANNOTATION: None,
                 k.UNHEALTHY_REASON_ANNOTATION: None,
             }
-            return status, _patches(nodes, False, desired, "pool suspect")
+            memo = _remember(status, nodes, record, window_start=window_start)
+            return status, _patches(nodes, False, desired, "pool suspect"), memo
         history = (*(t for t in st.history if t > window_start), now)[-MAX_HISTORY:]
         status = PoolStatus(
             pool.name,
@@ -264,7 +370,8 @@ def assess_pool(
             k.SUSPECT_SINCE_ANNOTATION: None,
             k.CLEAN_SINCE_ANNOTATION: None,
         }
-        return status, _patches(nodes, True, desired, "pool unhealthy")
+        memo = _remember(status, nodes, record, window_start=window_start, reason=status.reason)
+        return status, _patches(nodes, True, desired, "pool unhealthy"), memo
 
     unhealthy_since = st.unhealthy_since if st.unhealthy_since is not None else now
     history = st.history
@@ -287,9 +394,17 @@ def assess_pool(
             flapping=flapping,
             history=history,
         )
-        return status, _patches(nodes, True, {**kept, k.CLEAN_SINCE_ANNOTATION: None}, "pool unhealthy")
+        memo = _remember(status, nodes, record, window_start=window_start, reason=reason)
+        patches = _patches(nodes, True, {**kept, k.CLEAN_SINCE_ANNOTATION: None}, "pool unhealthy")
+        return status, patches, memo
 
-    stamp = st.clean_since if st.clean_since is not None else now
+    if st.clean_since is not None:
+        stamp = st.clean_since
+    elif st.from_memory:
+        # Replacement nodes: T_good counts from their own clean (or creation) time, not from now.
+        stamp = max(detector.last_change(n) for n in nodes) if nodes else now
+    else:
+        stamp = now
     clean_since = max([stamp, *(detector.last_change(n) for n in nodes)])
     needed = settings.flapping_healthy_after_seconds if flapping else settings.healthy_after_seconds
     if now - clean_since >= needed:
@@ -310,7 +425,8 @@ def assess_pool(
                 k.CLEAN_SINCE_ANNOTATION,
             )
         )
-        return status, _patches(nodes, False, desired, "pool recovered")
+        memo = _remember(status, nodes, record, window_start=window_start)
+        return status, _patches(nodes, False, desired, "pool recovered"), memo
     status = PoolStatus(
         pool.name,
         PoolState.RECOVERING,
@@ -320,9 +436,9 @@ def assess_pool(
         history=history,
         recovers_at=clean_since + needed,
     )
-    return status, _patches(
-        nodes, True, {**kept, k.CLEAN_SINCE_ANNOTATION: format_time(stamp)}, "pool recovering"
-    )
+    memo = _remember(status, nodes, record, window_start=window_start, reason=reason, clean_stamp=stamp)
+    patches = _patches(nodes, True, {**kept, k.CLEAN_SINCE_ANNOTATION: format_time(stamp)}, "pool recovering")
+    return status, patches, memo
 
 
 def _patches(

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tpu_platform.hotswap.core.actions import Action, EmitEvent, EvictPod, sort_actions
 from tpu_platform.hotswap.core.failfast import clear_stuck, fail_fast
-from tpu_platform.hotswap.core.health import PoolState, PoolStatus, Problem, ProblemDetector, assess_pool
+from tpu_platform.hotswap.core.health import (
+    PoolMemory,
+    PoolRecord,
+    PoolState,
+    PoolStatus,
+    Problem,
+    ProblemDetector,
+    assess_pool,
+)
 from tpu_platform.hotswap.core.index import ClusterIndex
 from tpu_platform.hotswap.core.model import Pod, Snapshot
 from tpu_platform.hotswap.core.preemption import Preemption, plan_preemptions
@@ -25,6 +33,9 @@ class Decision:
     """True if the mass-outage guard suppressed all actions."""
     notes: tuple[str, ...] = ()
     """Why something was not done (for logs)."""
+    memory: PoolMemory = field(default_factory=PoolMemory)
+    """Pool state as these actions leave it; pass it to the next ``decide`` so that a pool whose
+    nodes are all recreated keeps its declaration, recovery clock and flap history."""
 
     def pool(self, name: str) -> PoolStatus | None:
         for p in self.pools:
@@ -33,14 +44,20 @@ class Decision:
         return None
 
 
-def reconcile(snapshot: Snapshot, settings: Settings | None = None) -> tuple[Action, ...]:
-    """Shorthand for ``decide(snapshot, settings).actions``."""
-    return decide(snapshot, settings).actions
+def reconcile(
+    snapshot: Snapshot, settings: Settings | None = None, *, memory: PoolMemory | None = None
+) -> tuple[Action, ...]:
+    """Shorthand for ``decide(snapshot, settings, memory=memory).actions``."""
+    return decide(snapshot, settings, memory=memory).actions
 
 
-def decide(snapshot: Snapshot, settings: Settings | None = None) -> Decision:
-    """Everything the controller should do now. Idempotent: with these actions applied, no actions."""
+def decide(
+    snapshot: Snapshot, settings: Settings | None = None, *, memory: PoolMemory | None = None
+) -> Decision:
+    """Everything the controller should do now. Idempotent: with these actions applied (and
+    ``memory=decision.memory``), no actions. Without memory, node state alone decides."""
     s = settings if settings is not None else Settings()
+    previous = memory if memory is not None else PoolMemory()
     now = snapshot.now
     idx = ClusterIndex(snapshot, s)
     detector = ProblemDetector(s)
@@ -52,11 +69,20 @@ def decide(snapshot: Snapshot, settings: Settings | None = None) -> Decision:
 
     actions: list[Action] = []
     statuses: dict[str, PoolStatus] = {}
+    records: dict[str, PoolRecord] = {}
     for name, nodes in idx.nodes_by_pool.items():
-        status, patches = assess_pool(
-            idx.pools[name], nodes, now=now, settings=s, detector=detector, node_problems=problems
+        status, patches, record = assess_pool(
+            idx.pools[name],
+            nodes,
+            now=now,
+            settings=s,
+            detector=detector,
+            node_problems=problems,
+            record=previous.get(name),
         )
         statuses[name] = status
+        if record is not None:
+            records[name] = record
         actions.extend(patches)
         if nodes and (status.declared_now or status.recovered_now):
             actions.append(_pool_event(status, nodes[0].name, nodes[0].uid, now))
@@ -68,7 +94,8 @@ def decide(snapshot: Snapshot, settings: Settings | None = None) -> Decision:
             f"hold: {len(problems)}/{total} managed nodes show problems "
             f"(> {s.max_bad_node_fraction:.0%}); likely a control-plane or network event, not acting"
         )
-        return Decision(now, (), pools, held=True, notes=(note,))
+        # Nothing is written while held, so nothing new is remembered either.
+        return Decision(now, (), pools, held=True, notes=(note,), memory=previous)
 
     notes: list[str] = []
     evictions: dict[str, EvictPod] = {}
@@ -97,7 +124,20 @@ def decide(snapshot: Snapshot, settings: Settings | None = None) -> Decision:
         preemptions = tuple(plan.preemptions)
         notes.extend(plan.notes)
     actions.extend(evictions.values())
-    return Decision(now, sort_actions(actions), pools, preemptions, False, tuple(notes))
+    window_start = now - s.flap_window_seconds
+    for old in previous.records:
+        # Pools absent from this snapshot (every node deleted during a repair) keep their record.
+        if old.pool not in statuses and (old.declared or any(t > window_start for t in old.history)):
+            records[old.pool] = old
+    return Decision(
+        now,
+        sort_actions(actions),
+        pools,
+        preemptions,
+        False,
+        tuple(notes),
+        memory=PoolMemory.of(records.values()),
+    )
 
 
 def _pool_event(status: PoolStatus, node: str, uid: str, now: float) -> EmitEvent:
@@ -120,4 +160,4 @@ def _pool_event(status: PoolStatus, node: str, uid: str, now: float) -> EmitEven
     )
 
 
-__all__ = ["Decision", "PoolState", "decide", "reconcile"]
+__all__ = ["Decision", "PoolMemory", "PoolRecord", "PoolState", "decide", "reconcile"]
