@@ -4,6 +4,8 @@ Creates its namespace, service account, RBAC (the table in the controller's ``de
 module: nothing on secrets, nothing cluster-wide beyond what it reads and patches), a
 ConfigMap of settings from the stack, a Deployment with probes and a locked-down security
 context, a PodDisruptionBudget, a metrics Service and a PodMonitoring for Managed Prometheus.
+Only when the settings turn on the node Lease signal (``leaseStaleSeconds``), a Role and RoleBinding
+in ``kube-node-lease`` to read the kubelets' Leases: access that is not granted unless it is used.
 """
 
 from __future__ import annotations
@@ -177,6 +179,28 @@ class HotswapController(pulumi.ComponentResource):
             subjects=subject,
             opts=in_ns,
         )
+        lease_rules = deploy.node_lease_role_rules(cfg.controller_settings())
+        if lease_rules:
+            lease_meta = {"name": f"{APP_NAME}-node-leases", "namespace": deploy.NODE_LEASE_NAMESPACE}
+            lease_role = _plain_object(
+                k8s.rbac.v1.Role,
+                f"{name}-node-lease-role",
+                metadata={**lease_meta, "labels": LABELS},
+                rules=lease_rules,
+                opts=k8s_opts,
+            )
+            _plain_object(
+                k8s.rbac.v1.RoleBinding,
+                f"{name}-node-lease-rolebinding",
+                metadata={**lease_meta, "labels": LABELS},
+                role_ref={
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "Role",
+                    "name": lease_role.metadata.name,
+                },
+                subjects=subject,
+                opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[account]),
+            )
         config_text = deploy.config_yaml(cfg.controller_settings(), cfg.runtime())
         config_map = _plain_object(
             k8s.core.v1.ConfigMap,

@@ -36,6 +36,8 @@ class Cluster:
         self.occupancy_listeners: list[OccupancyListener] = []
         self.kickers: list[Callable[[], None]] = []
         self.watchers: list[Callable[[], None]] = []
+        self.kubelet_listeners: list[Callable[[], None]] = []
+        """Told when a kubelet stops or restarts: only its node Lease shows it (no watch event)."""
         self._pool_holders: dict[str, dict[str, int]] = {name: {} for name in self.pools}
         self._uids = itertools.count(1)
         for pool in self.pools.values():
@@ -91,7 +93,7 @@ class Cluster:
             created=ready_at,
             uid=self.uid("node"),
         )
-        node = SimNode(name=name, pool=pool.name, api=api)
+        node = SimNode(name=name, pool=pool.name, api=api, lease_from=ready_at)
         self.nodes[name] = node
         pool.nodes.append(name)
         self.changed()

@@ -94,13 +94,16 @@ class Infra:
             if self.obs.absorbed:
                 self.obs.absorbed(self.c.now, f)
             return
+        t = self.c.t
+        node.lease_last = node.lease_renewed(self.c.now, t.lease_renew_s)
         node.alive = False
         node.incarnation += 1
         inc = node.incarnation
         if self.obs.failed:
             self.obs.failed(self.c.now, node)
         self.node_died(node)
-        t = self.c.t
+        for listener in self.c.kubelet_listeners:
+            listener()
         self.c.engine.after(t.node_monitor_grace_s, "node-not-ready", self._not_ready, node.name, inc)
         if f.back_after is not None:
             self.c.engine.after(f.back_after, "kubelet-back", self._back, node.name, inc)
@@ -158,6 +161,9 @@ class Infra:
             return
         node.alive = True
         node.incarnation += 1
+        node.lease_from, node.lease_last = self.c.now, None
+        for listener in self.c.kubelet_listeners:
+            listener()
         if not node.ready:
             self.c.heal_node_api(node, self.c.now)
         for key in sorted(node.holders):

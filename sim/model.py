@@ -86,6 +86,16 @@ class SimNode:
     """Bumped by every failure or recovery, so timers armed for an older state do nothing."""
     holders: set[str] = field(default_factory=set)
     """Keys of the non-terminal pods bound here, terminating ones included: they hold the chips."""
+    lease_from: float = 0.0
+    """When the kubelet (re)started: it renews its node Lease then and every renewal interval after."""
+    lease_last: float | None = None
+    """The last renewal before the kubelet died; None while it is alive."""
+
+    def lease_renewed(self, now: float, every: float) -> float:
+        """The node Lease's renewTime at ``now``."""
+        if self.lease_last is not None:
+            return self.lease_last
+        return self.lease_from + every * ((now - self.lease_from) // every)
 
     @property
     def ready(self) -> bool:

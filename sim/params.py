@@ -44,6 +44,9 @@ class Timings:
     not counted in MTTR."""
     kueue_admit_s: float = 1.0
     """chosen: Kueue admission to the JobSet being unsuspended."""
+    lease_renew_s: float = 10.0
+    """k8s: the kubelet renews its node Lease in kube-node-lease this often (a quarter of its 40 s
+    duration) while it is alive."""
     reconcile_interval_s: float = 2.0
     """controller: RuntimeConfig.reconcile_interval_seconds (upper bound between reconciles)."""
     reconcile_debounce_s: float = 0.2
@@ -61,15 +64,19 @@ class Timings:
         return replace(self, **overrides)
 
 
-def floor_seconds(t: Timings, unhealthy_after_s: float) -> float:
+def floor_seconds(t: Timings, unhealthy_after_s: float, lease_stale_s: float = 0.0) -> float:
     """The physical floor of a recovery: detection threshold plus the fastest JobSet restart.
 
-    Detection is the kubelet going NotReady plus the controller's T_bad. The restart is what any restart
+    Detection is the kubelet going NotReady, or with the Lease signal on (``lease_stale_s`` > 0) its
+    Lease going stale if that comes first, plus the controller's T_bad. The Lease is stale counted from
+    its last renewal, up to one renewal interval before the kubelet died, so with it on a recovery can
+    also come up to ``lease_renew_s`` under the floor. The restart is what any restart
     needs even with capacity free and nothing in its way: new Jobs, scheduling the leader, its
     followers, and container startup. It waits for no old pod (a Recreate JobSet without a pod failure
     policy does not), no preemption victim and no repair. The simulator batches scheduling, so a
     recovery can come in a fraction of a second under it when a scheduling pass was already queued.
     """
-    detection = t.node_monitor_grace_s + unhealthy_after_s
+    signal = min(t.node_monitor_grace_s, lease_stale_s) if lease_stale_s > 0 else t.node_monitor_grace_s
+    detection = signal + unhealthy_after_s
     restart = t.jobset_recreate_s + t.schedule_s + t.follower_create_s + t.pod_startup_s
     return detection + restart

@@ -66,14 +66,18 @@ class Hotswap:
         self.settings = settings if settings is not None else Settings()
         self.verify_idle = verify_idle
         self.stats = ControllerStats()
+        self.leases = self.settings.lease_stale_seconds > 0
+        """The Lease signal is on: snapshots carry renew times and a silent kubelet keeps it busy."""
         self._next: Handle | None = None
         self.memory: PoolMemory | None = None
         """Carried from one decision to the next, as the adapter does while it leads."""
 
     def attach(self, cluster: Cluster, last_checkpoint: CheckpointClock) -> None:
         self.c = cluster
-        self.snapshots = SnapshotBuilder(cluster, last_checkpoint)
+        self.snapshots = SnapshotBuilder(cluster, last_checkpoint, leases=self.leases)
         cluster.watchers.append(self._on_watch)
+        if self.leases:
+            cluster.kubelet_listeners.append(self._on_kubelet)
         self._arm(0.0)
 
     def _arm(self, delay: float) -> None:
@@ -88,9 +92,13 @@ class Hotswap:
     def _on_watch(self) -> None:
         self._arm(self.c.t.reconcile_debounce_s)
 
+    def _on_kubelet(self) -> None:
+        """No event marks a Lease that stops being renewed: the periodic reconcile finds it."""
+        self._arm(self.c.t.reconcile_interval_s)
+
     def _reconcile(self) -> None:
         self._next = None
-        idle = quiescent(self.c)
+        idle = quiescent(self.c, leases=self.leases)
         if idle and not self.verify_idle:
             self.stats.skipped_idle += 1
             return
@@ -109,5 +117,5 @@ class Hotswap:
         self.memory = decision.memory
         stats.actions.update(apply(self.c, decision.actions))
         stats.track(snap.now, {p.name: p.declared for p in decision.pools})
-        if not quiescent(self.c):
+        if not quiescent(self.c, leases=self.leases):
             self._arm(self.c.t.reconcile_interval_s)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 
 from sim.cluster import Cluster
 from sim.model import CAUSE_CONTROLLER, CAUSE_FAILURE, SimPod, Workload
@@ -92,11 +93,13 @@ def core_jobset(w: Workload, now: float, last_checkpoint: float | None) -> JobSe
 
 
 class SnapshotBuilder:
-    """Builds snapshots; pools are fixed for a run, so they are built once."""
+    """Builds snapshots; pools are fixed for a run, so they are built once. With ``leases`` the nodes
+    carry their Lease's renewTime (what the adapter's lease cache joins in when the signal is on)."""
 
-    def __init__(self, cluster: Cluster, last_checkpoint: CheckpointClock) -> None:
+    def __init__(self, cluster: Cluster, last_checkpoint: CheckpointClock, *, leases: bool = False) -> None:
         self.c = cluster
         self.last_checkpoint = last_checkpoint
+        self.leases = leases
         self.pools = tuple(NodePool(p.name, p.topology, p.size) for p in cluster.pools.values())
 
     def build(self) -> Snapshot:
@@ -105,7 +108,12 @@ class SnapshotBuilder:
         return Snapshot(
             now=now,
             pools=self.pools,
-            nodes=tuple(n.api for n in c.nodes.values()),
+            nodes=tuple(
+                replace(n.api, lease_renewed=n.lease_renewed(now, c.t.lease_renew_s))
+                if self.leases
+                else n.api
+                for n in c.nodes.values()
+            ),
             jobsets=tuple(
                 core_jobset(w, now, self.last_checkpoint(w, now))
                 for w in c.workloads.values()
@@ -115,9 +123,10 @@ class SnapshotBuilder:
         )
 
 
-def quiescent(c: Cluster) -> bool:
+def quiescent(c: Cluster, *, leases: bool = False) -> bool:
     """Nothing the controller could act on: every slice complete, every node Ready with no taint but
-    GKE's TPU taint and no controller state, no pod pending or terminating.
+    GKE's TPU taint and no controller state, no pod pending or terminating, and with ``leases`` (the
+    Lease signal on) every kubelet alive, since a dead one's Lease goes stale before its Ready does.
 
     In this state ``decide`` returns no actions (fail-fast needs an unhealthy pool, clearing needs a
     terminating pod, preemption an unschedulable one, health patches a problem or stored state), so
@@ -129,6 +138,8 @@ def quiescent(c: Cluster) -> bool:
             return False
     for node in c.nodes.values():
         api = node.api
+        if leases and not node.alive:
+            return False
         if not node.ready or api.unschedulable or len(api.conditions) != 1:
             return False
         if any(t.key != k.TPU_RESOURCE for t in api.taints):

@@ -235,3 +235,55 @@ def test_namespace_not_shared_with_a_team(hotswap_stack: dict[str, Any]) -> None
     assert any(
         p.startswith("tpu-platform:hotswap.namespace:") and "team" in p for p in problems(hotswap_stack)
     )
+
+
+ROLE = "kubernetes:rbac.authorization.k8s.io/v1:Role"
+ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding"
+
+
+def in_namespace(rendering: Any, type_: str, namespace: str) -> list[dict[str, Any]]:
+    return [r for r in resources_of(rendering, type_) if r["metadata"]["namespace"] == namespace]
+
+
+def test_no_node_lease_access_while_the_lease_signal_is_off(
+    hotswap_stack: dict[str, Any], render_stack: Callable[..., Any]
+) -> None:
+    hotswap_stack["tpu-platform:hotswap"]["settings"]["leaseStaleSeconds"] = 0
+    rendering = render_stack(hotswap_stack)
+    assert in_namespace(rendering, ROLE, "kube-node-lease") == []
+    assert in_namespace(rendering, ROLE_BINDING, "kube-node-lease") == []
+    assert [r["metadata"]["namespace"] for r in resources_of(rendering, ROLE)] == ["tpu-hotswap"]
+
+
+def test_lease_signal_on_grants_read_on_node_leases_only(
+    hotswap_stack: dict[str, Any], render_stack: Callable[..., Any]
+) -> None:
+    from tpu_platform.hotswap.adapter.config import config_from_mapping
+
+    hotswap_stack["tpu-platform:hotswap"]["settings"]["leaseStaleSeconds"] = 20
+    rendering = render_stack(hotswap_stack)
+    (role,) = in_namespace(rendering, ROLE, "kube-node-lease")
+    assert grants(role["rules"]) == {("coordination.k8s.io", "leases"): {"get", "list", "watch"}}
+    (binding,) = in_namespace(rendering, ROLE_BINDING, "kube-node-lease")
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "Role",
+        "name": role["metadata"]["name"],
+    }
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "hotswap-controller", "namespace": "tpu-hotswap"}
+    ]
+    (own,) = in_namespace(rendering, ROLE, "tpu-hotswap")
+    assert grants(own["rules"]) == {("coordination.k8s.io", "leases"): {"get", "create", "update"}}
+    (cluster_role,) = resources_of(rendering, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole")
+    assert grants(cluster_role["rules"]) == REFERENCE_CLUSTER_RULES
+    (config_map,) = resources_of(rendering, "kubernetes:core/v1:ConfigMap")
+    loaded = config_from_mapping(yaml.safe_load(config_map["data"]["config.yaml"]))
+    assert loaded.settings.lease_stale_seconds == 20
+
+
+def test_lease_signal_below_two_renewals_is_refused(hotswap_stack: dict[str, Any]) -> None:
+    hotswap_stack["tpu-platform:hotswap"]["settings"] = {"leaseStaleSeconds": 15}
+    (message,) = problems(hotswap_stack)
+    assert message.startswith("tpu-platform:hotswap.settings.leaseStaleSeconds:")
+    assert ">= 20" in message

@@ -83,3 +83,16 @@ def test_the_generated_large_stack_fits_its_capacity() -> None:
     cfg = parse_platform({key.split(":", 1)[1]: value for key, value in raw.items()})
     assert len(cfg.teams) == 50
     assert all(v == 0 for v in unassigned_slices(cfg).values()), "every slice is in exactly one nominal quota"
+
+
+def test_mttr_bench_takes_controller_settings(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["--stack", "seed", "--days", "1", "--node-mtbf-days", "1", "--seed", "4"]
+    assert load("mttr").main(args) == 0
+    default = last_json(capsys)
+    assert load("mttr").main([*args, "--setting", "lease_stale_seconds=20"]) == 0
+    out = capsys.readouterr().out
+    doc = json.loads(out.strip().splitlines()[-1])
+    assert "controller settings: lease_stale_seconds=20" in out
+    assert doc["floor_s"] < default["floor_s"]
+    with pytest.raises(SystemExit, match="lease_stale_seconds"):
+        load("mttr").main([*args, "--setting", "lease_stale_seconds=15"])

@@ -52,12 +52,23 @@ def json_patch(doc: JSON, ops: list[JSON]) -> JSON:
     return out
 
 
+def _scope(resource: Resource) -> tuple[str, ...]:
+    """A namespaced list or watch is recorded with its namespace; cluster-wide ones without."""
+    return (resource.namespace,) if resource.namespace else ()
+
+
 class FakeApi:
     def __init__(self) -> None:
-        self.objects: dict[str, dict[str, JSON]] = {"nodes": {}, "pods": {}, "jobsets": {}}
+        self.objects: dict[str, dict[str, JSON]] = {"nodes": {}, "pods": {}, "jobsets": {}, "leases": {}}
+        """Listable collections; ``leases`` are the kubelets' node Leases (namespaced)."""
         self.leases: dict[tuple[str, str], JSON] = {}
         self.calls: list[tuple[Any, ...]] = []
-        self.watch_streams: dict[str, list[list[JSON | ApiError]]] = {"nodes": [], "pods": [], "jobsets": []}
+        self.watch_streams: dict[str, list[list[JSON | ApiError]]] = {
+            "nodes": [],
+            "pods": [],
+            "jobsets": [],
+            "leases": [],
+        }
         self.fail: dict[str, list[ApiError]] = {}
         """Method name -> errors to raise on its next calls."""
         self.rv = 100
@@ -80,14 +91,19 @@ class FakeApi:
 
     # --- KubeApi -----------------------------------------------------------------------------------
     def list_objects(self, resource: Resource) -> tuple[list[JSON], str]:
-        self.calls.append(("list", resource.name, resource.label_selector))
+        self.calls.append(("list", resource.name, resource.label_selector, *_scope(resource)))
         self._maybe_fail("list_objects")
-        return [copy.deepcopy(o) for o in self.objects[resource.name].values()], str(self.rv)
+        items = [
+            copy.deepcopy(o)
+            for o in self.objects[resource.name].values()
+            if not resource.namespace or o["metadata"].get("namespace") == resource.namespace
+        ]
+        return items, str(self.rv)
 
     def watch_objects(
         self, resource: Resource, resource_version: str, timeout_seconds: int
     ) -> Iterator[JSON]:
-        self.calls.append(("watch", resource.name, resource_version, timeout_seconds))
+        self.calls.append(("watch", resource.name, resource_version, timeout_seconds, *_scope(resource)))
         streams = self.watch_streams[resource.name]
         events = streams.pop(0) if streams else []
         for ev in events:
@@ -212,6 +228,19 @@ def node_obj(
                 {"type": "Ready", "status": ready, "lastTransitionTime": ts(since)},
             ],
         },
+    }
+
+
+def node_lease_obj(node: str, renewed: float | None, *, namespace: str = k.NODE_LEASE_NAMESPACE) -> JSON:
+    """The Lease a kubelet keeps for its node (renewTime None: a Lease never renewed)."""
+    spec: JSON = {"holderIdentity": node, "leaseDurationSeconds": 40}
+    if renewed is not None:
+        spec["renewTime"] = ts(renewed)
+    return {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": node, "namespace": namespace},
+        "spec": spec,
     }
 
 

@@ -180,3 +180,27 @@ def test_errors_carry_the_status(server: tuple[Recorder, KubernetesApi]) -> None
     assert err.value.status == 409
     assert rec.requests[-1]["method"] == "PUT"
     assert rec.requests[-1]["path"] == "/apis/coordination.k8s.io/v1/namespaces/ns/leases/lease"
+
+
+def test_node_leases_are_listed_and_watched_in_their_namespace(
+    server: tuple[Recorder, KubernetesApi],
+) -> None:
+    rec, api = server
+    rec.reply(200, {"items": [], "metadata": {"resourceVersion": "3"}})
+    rec.reply(200, b"")
+    leases = Resource("leases", namespace="kube-node-lease")
+    assert api.list_objects(leases) == ([], "3")
+    assert list(api.watch_objects(leases, "3", 60)) == []
+    listed, watched = rec.requests
+    assert (
+        listed["path"] == watched["path"] == "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
+    )
+    assert listed["query"] == {"limit": "500"}
+    assert watched["query"] == {
+        "watch": "true",
+        "allowWatchBookmarks": "true",
+        "resourceVersion": "3",
+        "timeoutSeconds": "60",
+    }
+    with pytest.raises(ValueError, match="namespace"):
+        api.list_objects(Resource("leases"))

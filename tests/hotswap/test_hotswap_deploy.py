@@ -153,3 +153,15 @@ def test_entrypoint_without_a_cluster_exits_1(
     assert main(["--config", str(tmp_path / "ok.yaml"), "--kubeconfig", str(tmp_path / "missing")]) == 1
     last = json.loads(capsys.readouterr().err.strip().splitlines()[-1])
     assert last["msg"] == "no cluster to talk to"
+
+
+def test_node_lease_rules_only_when_the_lease_signal_is_on() -> None:
+    from tpu_platform.hotswap import deploy
+
+    assert deploy.node_lease_role_rules(None) == []
+    assert deploy.node_lease_role_rules({"lease_stale_seconds": 0}) == []
+    assert deploy.node_lease_role_rules({"lease_stale_seconds": 20}) == [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "list", "watch"]}
+    ]
+    assert deploy.NODE_LEASE_NAMESPACE == "kube-node-lease"
+    assert all("leases" not in r.resources for r in deploy.CLUSTER_RULES)

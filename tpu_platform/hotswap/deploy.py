@@ -3,7 +3,9 @@
 The component creates: a namespace, a ServiceAccount, a ClusterRole/ClusterRoleBinding with
 :data:`CLUSTER_RULES`, a Role/RoleBinding in the controller's namespace with :data:`NAMESPACE_RULES`,
 a ConfigMap with :func:`config_yaml` mounted at :data:`CONFIG_DIR`, and a Deployment running the image
-with the ports, probes, env and security context below.
+with the ports, probes, env and security context below. Only when the settings turn on
+``lease_stale_seconds``, also a Role/RoleBinding in :data:`NODE_LEASE_NAMESPACE` with
+:data:`NODE_LEASE_RULES` (:func:`node_lease_role_rules`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from tpu_platform.hotswap.adapter.config import (
     config_from_mapping,
 )
 from tpu_platform.hotswap.core import constants
-from tpu_platform.hotswap.core.settings import Settings, settings_schema
+from tpu_platform.hotswap.core.settings import Settings, settings_from_mapping, settings_schema
 
 __all__ = [
     "CLUSTER_RULES",
@@ -37,6 +39,8 @@ __all__ = [
     "METRICS_PORT",
     "NAMESPACE",
     "NAMESPACE_RULES",
+    "NODE_LEASE_NAMESPACE",
+    "NODE_LEASE_RULES",
     "OPT_IN_ANNOTATIONS",
     "OPT_IN_LABELS",
     "READINESS_PATH",
@@ -49,6 +53,7 @@ __all__ = [
     "config_document",
     "config_yaml",
     "default_config",
+    "node_lease_role_rules",
     "role_rules",
     "settings_schema",
 ]
@@ -123,12 +128,26 @@ NAMESPACE_RULES: Final = (PolicyRule(("coordination.k8s.io",), ("leases",), ("ge
 """Role in the controller's own namespace: leader election only."""
 
 
+NODE_LEASE_NAMESPACE: Final = constants.NODE_LEASE_NAMESPACE
+NODE_LEASE_RULES: Final = (PolicyRule(("coordination.k8s.io",), ("leases",), READ),)
+"""Role in kube-node-lease, only with ``lease_stale_seconds`` on: read the kubelets' heartbeats.
+Read-only and namespaced, so the ClusterRole stays the reference table."""
+
+
 def cluster_role_rules() -> list[dict[str, list[str]]]:
     return [r.to_k8s() for r in CLUSTER_RULES]
 
 
 def role_rules() -> list[dict[str, list[str]]]:
     return [r.to_k8s() for r in NAMESPACE_RULES]
+
+
+def node_lease_role_rules(settings: Mapping[str, Any] | None) -> list[dict[str, list[str]]]:
+    """The kube-node-lease Role's rules for these (snake_case) settings; empty when the lease signal
+    is off, so no access to node Leases is granted unless it is used."""
+    if settings_from_mapping(settings or {}).lease_stale_seconds <= 0:
+        return []
+    return [r.to_k8s() for r in NODE_LEASE_RULES]
 
 
 def default_config() -> dict[str, Any]:

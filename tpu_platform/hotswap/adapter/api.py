@@ -27,11 +27,13 @@ class ApiError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Resource:
-    """A cluster-wide collection to list and watch."""
+    """A collection to list and watch: cluster-wide, or in ``namespace`` if given."""
 
     name: str
-    """``nodes``, ``pods`` or ``jobsets``."""
+    """``nodes``, ``pods``, ``jobsets`` or ``leases``."""
     label_selector: str = ""
+    namespace: str = ""
+    """Only for namespaced collections read from one namespace (node Leases in kube-node-lease)."""
 
 
 class KubeApi(Protocol):

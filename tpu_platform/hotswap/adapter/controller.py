@@ -13,16 +13,20 @@ from tpu_platform.hotswap.adapter.applier import Applier, ApplyResult, Outcome
 from tpu_platform.hotswap.adapter.cache import WatchCache
 from tpu_platform.hotswap.adapter.config import Config
 from tpu_platform.hotswap.adapter.convert import (
+    NodeLease,
     NodeRecord,
     jobset_from_api,
+    lease_from_api,
     node_from_api,
     pod_from_api,
     pools_from_nodes,
+    with_leases,
     with_pods,
 )
 from tpu_platform.hotswap.adapter.expectations import Expectations
 from tpu_platform.hotswap.adapter.leader import LeaderElector
 from tpu_platform.hotswap.adapter.metrics import Metrics
+from tpu_platform.hotswap.core import constants as k
 from tpu_platform.hotswap.core.actions import Action, EvictionCause, EvictPod, ForceDeletePod
 from tpu_platform.hotswap.core.health import PoolMemory
 from tpu_platform.hotswap.core.model import JobSet, Pod, Snapshot
@@ -69,6 +73,17 @@ class Controller:
             watch_timeout_seconds=rt.watch_timeout_seconds,
             on_change=self.wake.set,
         )
+        self.leases: WatchCache[NodeLease] | None = None
+        """Node heartbeats, only with ``lease_stale_seconds`` on. No wake-up on their events: every
+        kubelet renews every 10 s, and a stale Lease is one that does not change, which the periodic
+        reconcile finds."""
+        if config.settings.lease_stale_seconds > 0:
+            self.leases = WatchCache(
+                api,
+                Resource("leases", namespace=k.NODE_LEASE_NAMESPACE),
+                lease_from_api,
+                watch_timeout_seconds=rt.watch_timeout_seconds,
+            )
         self.applier = Applier(
             api, identity=identity, node_event_namespace=rt.node_event_namespace, clock=clock
         )
@@ -83,7 +98,8 @@ class Controller:
 
     @property
     def caches(self) -> tuple[WatchCache[Any], ...]:
-        return (self.nodes, self.pods, self.jobsets)
+        base: tuple[WatchCache[Any], ...] = (self.nodes, self.pods, self.jobsets)
+        return base if self.leases is None else (*base, self.leases)
 
     @property
     def synced(self) -> bool:
@@ -105,7 +121,9 @@ class Controller:
         return Snapshot(
             now=now,
             pools=pools_from_nodes(records),
-            nodes=tuple(r.node for r in records),
+            nodes=tuple(r.node for r in records)
+            if self.leases is None
+            else with_leases(records, self.leases.values()),
             jobsets=jobsets,
             pods=tuple(pods),
         )

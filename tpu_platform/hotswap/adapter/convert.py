@@ -100,6 +100,30 @@ def node_from_api(obj: JSON) -> NodeRecord | None:
     return NodeRecord(node, labels.get(k.TPU_TOPOLOGY_LABEL, ""), accelerator, _chips_per_node(obj, labels))
 
 
+@dataclass(frozen=True, slots=True)
+class NodeLease:
+    """A node's heartbeat: the kubelet renews the Lease named after its node."""
+
+    node: str
+    renewed: float
+
+
+def lease_from_api(obj: JSON) -> NodeLease | None:
+    """None for a Lease without ``spec.renewTime``: no heartbeat known, so no signal from it."""
+    renewed = parse_time((obj.get("spec") or {}).get("renewTime"))
+    name = str(_meta(obj).get("name", ""))
+    return NodeLease(name, renewed) if renewed is not None and name else None
+
+
+def with_leases(records: Iterable[NodeRecord], leases: Iterable[NodeLease]) -> tuple[Node, ...]:
+    """The nodes with their Lease's renewTime; a node without a Lease keeps None."""
+    renewed = {lease.node: lease.renewed for lease in leases}
+    return tuple(
+        replace(r.node, lease_renewed=renewed[r.node.name]) if r.node.name in renewed else r.node
+        for r in records
+    )
+
+
 def pools_from_nodes(records: Iterable[NodeRecord]) -> tuple[NodePool, ...]:
     """One pool per node-pool label; a slice's expected size is chips(topology) / chips per VM."""
     by_pool: dict[str, NodeRecord] = {}

@@ -25,7 +25,18 @@ _COLLECTIONS = {
     "nodes": "/api/v1/nodes",
     "pods": "/api/v1/pods",
     "jobsets": f"/apis/{JOBSET_GROUP}/{JOBSET_VERSION}/jobsets",
+    "leases": "/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases",
 }
+
+
+def _collection(resource: Resource) -> tuple[str, dict[str, str] | None]:
+    """Path template and its parameters: leases are only ever read from one namespace."""
+    path = _COLLECTIONS[resource.name]
+    if "{namespace}" not in path:
+        return path, None
+    if not resource.namespace:
+        raise ValueError(f"{resource.name} needs a namespace")
+    return path, {"namespace": resource.namespace}
 
 
 class KubernetesApi:
@@ -88,6 +99,7 @@ class KubernetesApi:
         return json.loads(data) if data else {}
 
     def list_objects(self, resource: Resource) -> tuple[list[JSON], str]:
+        path, params = _collection(resource)
         items: list[JSON] = []
         token = ""
         while True:
@@ -96,7 +108,7 @@ class KubernetesApi:
                 query.append(("labelSelector", resource.label_selector))
             if token:
                 query.append(("continue", token))
-            page = self._json(self._request("GET", _COLLECTIONS[resource.name], query=query))
+            page = self._json(self._request("GET", path, path_params=params, query=query))
             items.extend(page.get("items") or [])
             meta = page.get("metadata") or {}
             token = meta.get("continue") or ""
@@ -114,7 +126,8 @@ class KubernetesApi:
         ]
         if resource.label_selector:
             query.append(("labelSelector", resource.label_selector))
-        resp = self._request("GET", _COLLECTIONS[resource.name], query=query, timeout=timeout_seconds + 30)
+        path, params = _collection(resource)
+        resp = self._request("GET", path, path_params=params, query=query, timeout=timeout_seconds + 30)
         raw = resp.response
         try:
             for line in iter_resp_lines(raw):

@@ -23,6 +23,9 @@ LAST_CHECKPOINT_ANNOTATION: Final = f"{DOMAIN}/last-checkpoint-time"
 CHECKPOINT_INTERVAL_ANNOTATION: Final = f"{DOMAIN}/checkpoint-interval-seconds"
 """JobSet annotation: the checkpoint cadence, used to estimate lost work without a checkpoint time."""
 
+NODE_LEASE_NAMESPACE: Final = "kube-node-lease"
+"""Where each kubelet renews a Lease named after its node (read only with ``lease_stale_seconds`` on)."""
+
 # --- pool state, written identically on every node of a pool ---------------------------------------
 UNHEALTHY_TAINT_KEY: Final = f"{DOMAIN}/unhealthy-pool"
 UNHEALTHY_TAINT_VALUE: Final = "true"

@@ -92,7 +92,7 @@ def summarize(problems: Sequence[Problem]) -> str:
 class ProblemDetector:
     """Per-node checks with the configured sets built once per reconcile."""
 
-    __slots__ = ("_conditions", "_lead", "_taints")
+    __slots__ = ("_conditions", "_lead", "_lease_stale", "_taints")
 
     def __init__(self, settings: Settings) -> None:
         self._conditions = frozenset(settings.problem_condition_types)
@@ -106,6 +106,7 @@ class ProblemDetector:
             )
         )
         self._lead = settings.maintenance_lead_seconds
+        self._lease_stale = settings.lease_stale_seconds
 
     def problems(self, node: Node, now: float) -> list[Problem]:
         out: list[Problem] = []
@@ -119,6 +120,9 @@ class ProblemDetector:
             out.append(Problem(node.name, "no Ready condition", node.created))
         elif ready.status != "True":
             out.append(Problem(node.name, f"Ready={ready.status}", ready.last_transition))
+        renewed = node.lease_renewed
+        if self._lease_stale > 0 and renewed is not None and now - renewed >= self._lease_stale:
+            out.append(Problem(node.name, "lease not renewed", renewed + self._lease_stale))
         for t in node.taints:
             if t.key in self._taints:
                 out.append(Problem(node.name, f"taint {t.key}", t.time_added))
@@ -143,7 +147,8 @@ class ProblemDetector:
 def node_dead_since(node: Node) -> float | None:
     """When the node stopped being Ready (or became unreachable); None while Ready or unknown.
 
-    A Ready node is never dead, however slow: the kubelet is alive and will finish its pods.
+    A Ready node is never dead, however slow: the kubelet is alive and will finish its pods. A stale
+    Lease alone does not count either: it may be a kubelet slow to renew.
     """
     ready = node.condition("Ready")
     if ready is None or ready.status == "True":

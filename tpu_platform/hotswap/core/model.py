@@ -55,6 +55,9 @@ class Node:
     uid: str = ""
     resource_version: str = ""
     """Opaque; the adapter uses it for optimistic concurrency on node patches."""
+    lease_renewed: float | None = None
+    """``spec.renewTime`` of the node's Lease in ``kube-node-lease`` (the kubelet's heartbeat); None if
+    no Lease is known. Read only when ``Settings.lease_stale_seconds`` is on."""
 
     def condition(self, type_: str) -> Condition | None:
         for c in self.conditions:

@@ -123,6 +123,18 @@ class Settings:
             "fraction",
         ),
     )
+    lease_stale_seconds: float = field(
+        default=0.0,
+        metadata=_doc(
+            """Opt-in earlier failure signal: a node whose Lease in kube-node-lease has not been renewed
+            this long is bad from renewTime + this (T_bad counts from there). The kubelet renews every
+            10 s and NotReady needs 40 s of silence; 20 s (two missed renewals) detects a dead kubelet
+            ~20 s sooner, at the risk of acting on a kubelet that is merely slow to renew, which is why
+            it is off by default. 0: off; otherwise at least 20, so one missed renewal never counts.
+            Never used to force-delete pods: that still needs NotReady for dead_node_confirm_seconds.""",
+            "duration",
+        ),
+    )
     maintenance_lead_seconds: float = field(
         default=0.0,
         metadata=_doc(
@@ -205,6 +217,9 @@ class Settings:
         return out
 
 
+MIN_LEASE_STALE_SECONDS = 20.0
+"""The kubelet renews its node Lease every 10 s: below two renewals one late renewal would count."""
+
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 
@@ -271,6 +286,12 @@ def _validate(s: Settings) -> None:
             "flapping_healthy_after_seconds",
             f"must be >= healthy_after_seconds ({s.healthy_after_seconds}), "
             f"got {s.flapping_healthy_after_seconds}",
+        )
+    if s.lease_stale_seconds and s.lease_stale_seconds < MIN_LEASE_STALE_SECONDS:
+        raise SettingsError(
+            "lease_stale_seconds",
+            f"must be 0 (off) or >= {MIN_LEASE_STALE_SECONDS:g} (two kubelet renewals), "
+            f"got {s.lease_stale_seconds}",
         )
     if not s.managed_accelerators:
         raise SettingsError("managed_accelerators", "must name at least one accelerator")
