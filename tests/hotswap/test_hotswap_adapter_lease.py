@@ -78,23 +78,47 @@ def test_a_gone_lease_watch_relists() -> None:
     assert [call[0] for call in api.calls if call[1] == "leases"] == ["list", "watch", "list"]
 
 
-def test_snapshot_joins_renew_times_and_a_stale_lease_declares_the_pool() -> None:
-    api = with_leases(cluster(), fresh(b_2=NOW - 35, b_3=None))
+def renew(api: FakeApi, at: float, *, except_nodes: tuple[str, ...] = ()) -> None:
+    """Every kubelet with a Lease renews it at ``at``, except the silent ones."""
+    for key, obj in list(api.objects["leases"].items()):
+        node = obj["metadata"]["name"]
+        if node not in except_nodes and "renewTime" in obj["spec"]:
+            api.objects["leases"][key] = node_lease_obj(node, at)
+
+
+def test_heartbeats_are_timed_on_the_controllers_clock_and_a_silent_node_declares_the_pool() -> None:
+    # The kubelets' clocks run 600 s behind the controller's: renewTime alone would look stale.
+    skew = 600.0
+    api = with_leases(cluster(), {n: t - skew if t is not None else None for n, t in fresh(b_3=None).items()})
     del api.objects["leases"][f"{NS}/b-1"]
-    c = controller(api, ON)
+    clock = Clock(NOW)
+    c = Controller(api, Config(ON, RuntimeConfig()), identity="hotswap-0", metrics=Metrics(), clock=clock)
     sync(c)
     nodes = {n.name: n for n in c.snapshot(NOW).nodes}
-    assert nodes["b-0"].lease_renewed == NOW - 3
-    assert nodes["b-2"].lease_renewed == NOW - 35
+    assert nodes["b-0"].lease_renewed == NOW, "first seen counts as renewed now, whatever its clock says"
     assert nodes["b-1"].lease_renewed is None, "no Lease: no signal"
     assert nodes["b-3"].lease_renewed is None, "a Lease without renewTime: no signal"
+    first = c.reconcile_once()
+    assert first is not None
+    first_b = first.pool("b")
+    assert first_b is not None and not first_b.declared_now, "skewed clocks alone declare nothing"
+
+    # b-2's kubelet falls silent; every other kubelet keeps renewing (on its own skewed clock).
+    for step in range(1, 5):
+        clock.t = NOW + 10 * step
+        renew(api, clock.t - skew, except_nodes=("b-2",))
+        sync(c)
+        nodes = {n.name: n for n in c.snapshot(clock.t).nodes}
+        assert nodes["b-0"].lease_renewed == clock.t
+        assert nodes["b-2"].lease_renewed == NOW
     d = c.reconcile_once()
     assert d is not None
     status = d.pool("b")
     assert status is not None and status.declared_now and "lease not renewed" in status.reason
     evicted = sorted(w[2] for w in api.writes() if w[0] == "evict_pod")
     assert [p for p in evicted if p.startswith("low-")] == [f"low-{i}" for i in range(4)]
-    assert not any(w[0] == "delete_pod" for w in api.writes()), "a stale lease never force-deletes"
+    deleted = [w[2] for w in api.writes() if w[0] == "delete_pod"]
+    assert not [p for p in deleted if p.startswith("low-")], "a stale lease never force-deletes"
 
     off = with_leases(cluster(), fresh(b_2=NOW - 35))
     c_off = controller(off, Settings())
@@ -103,3 +127,14 @@ def test_snapshot_joins_renew_times_and_a_stale_lease_declares_the_pool() -> Non
     assert d_off is not None
     status_off = d_off.pool("b")
     assert status_off is not None and not status_off.declared_now
+
+
+def test_lease_observations_time_changes_not_timestamps() -> None:
+    from tpu_platform.hotswap.adapter.convert import LeaseObservations, NodeLease
+
+    seen = LeaseObservations()
+    assert seen.observe([NodeLease("n", 5.0)], now=100.0) == [NodeLease("n", 100.0)]
+    assert seen.observe([NodeLease("n", 5.0)], now=130.0) == [NodeLease("n", 100.0)], "no change: silent"
+    assert seen.observe([NodeLease("n", 15.0)], now=140.0) == [NodeLease("n", 140.0)], "renewed: heard now"
+    assert seen.observe([], now=150.0) == []
+    assert seen.observe([NodeLease("n", 15.0)], now=160.0) == [NodeLease("n", 160.0)], "forgotten once gone"

@@ -13,6 +13,7 @@ from tpu_platform.hotswap.adapter.applier import Applier, ApplyResult, Outcome
 from tpu_platform.hotswap.adapter.cache import WatchCache
 from tpu_platform.hotswap.adapter.config import Config
 from tpu_platform.hotswap.adapter.convert import (
+    LeaseObservations,
     NodeLease,
     NodeRecord,
     jobset_from_api,
@@ -84,6 +85,7 @@ class Controller:
                 lease_from_api,
                 watch_timeout_seconds=rt.watch_timeout_seconds,
             )
+        self.lease_observations = LeaseObservations()
         self.applier = Applier(
             api, identity=identity, node_event_namespace=rt.node_event_namespace, clock=clock
         )
@@ -123,7 +125,7 @@ class Controller:
             pools=pools_from_nodes(records),
             nodes=tuple(r.node for r in records)
             if self.leases is None
-            else with_leases(records, self.leases.values()),
+            else with_leases(records, self.lease_observations.observe(self.leases.values(), now)),
             jobsets=jobsets,
             pods=tuple(pods),
         )

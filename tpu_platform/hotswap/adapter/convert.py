@@ -115,6 +115,31 @@ def lease_from_api(obj: JSON) -> NodeLease | None:
     return NodeLease(name, renewed) if renewed is not None and name else None
 
 
+class LeaseObservations:
+    """When this process last saw each node's Lease change, on its own clock.
+
+    ``renewTime`` is written with the kubelet's clock; comparing it with the controller's clock
+    would let clock skew decide when a node counts as silent. Like the node lifecycle controller,
+    the controller times a heartbeat from when it observed ``renewTime`` change. A Lease first seen
+    counts as renewed at that moment, so a restart never declares anything stale at once.
+    """
+
+    def __init__(self) -> None:
+        self._seen: dict[str, tuple[float, float]] = {}
+
+    def observe(self, leases: Iterable[NodeLease], now: float) -> list[NodeLease]:
+        """The leases with ``renewed`` replaced by the local time their renewTime last changed."""
+        observed: list[NodeLease] = []
+        current: dict[str, tuple[float, float]] = {}
+        for lease in leases:
+            previous = self._seen.get(lease.node)
+            at = previous[1] if previous is not None and previous[0] == lease.renewed else now
+            current[lease.node] = (lease.renewed, at)
+            observed.append(NodeLease(lease.node, at))
+        self._seen = current
+        return observed
+
+
 def with_leases(records: Iterable[NodeRecord], leases: Iterable[NodeLease]) -> tuple[Node, ...]:
     """The nodes with their Lease's renewTime; a node without a Lease keeps None."""
     renewed = {lease.node: lease.renewed for lease in leases}
