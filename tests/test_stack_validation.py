@@ -6,20 +6,9 @@ from typing import Any
 
 import pytest
 
+from tests.stack_problems import only_problem, problems_of
 from tpu_platform.config import StackConfigError
 from tpu_platform.plan import parse_stack_config
-
-
-def problems_of(config: dict[str, Any]) -> list[str]:
-    with pytest.raises(StackConfigError) as err:
-        parse_stack_config(config)
-    return err.value.problems
-
-
-def only_problem(config: dict[str, Any]) -> str:
-    problems = problems_of(config)
-    assert len(problems) == 1, problems
-    return problems[0]
 
 
 def test_minimal_stack_is_valid(stack: dict[str, Any]) -> None:
