@@ -6,6 +6,8 @@ quiescent, it runs ``decide`` anyway and fails if the core wanted to act.
 
 from __future__ import annotations
 
+from typing import Any
+
 from sim.infra import Failure, random_trace
 from sim.model import CAUSE_CONTROLLER, CAUSE_SCHEDULER
 from sim.params import Timings, floor_seconds
@@ -117,7 +119,8 @@ def test_a_reboot_fails_fast_then_the_pool_is_held_for_t_good() -> None:
     assert r.metrics.repairs == []
 
 
-def test_quiescence_skips_never_hide_an_action_on_a_random_trace() -> None:
+def day_of_random_failures() -> tuple[Any, tuple[Any, ...]]:
+    """A four-slice seed stack and one day of seeded node failures (30 % transient)."""
     cfg = seed_stack(4)
     trace = tuple(
         random_trace(
@@ -129,6 +132,11 @@ def test_quiescence_skips_never_hide_an_action_on_a_random_trace() -> None:
             transient_fraction=0.3,
         )
     )
+    return cfg, trace
+
+
+def test_quiescence_skips_never_hide_an_action_on_a_random_trace() -> None:
+    cfg, trace = day_of_random_failures()
     assert len(trace) >= 5
     scenario = stack_scenario(cfg, trace=trace, end=86400.0, seed=11)
     result = run(scenario, Hotswap(verify_idle=True))
@@ -167,17 +175,7 @@ def test_the_lease_signal_recovers_sooner_on_the_same_seed() -> None:
 
 
 def test_the_lease_signal_lowers_mttr_on_a_random_trace_and_hides_no_action() -> None:
-    cfg = seed_stack(4)
-    trace = tuple(
-        random_trace(
-            pools_from_stack(cfg),
-            seed=11,
-            start=600.0,
-            end=86400.0,
-            node_mtbf_s=86400.0,
-            transient_fraction=0.3,
-        )
-    )
+    cfg, trace = day_of_random_failures()
     scenario = stack_scenario(cfg, trace=trace, end=86400.0, seed=11)
     without = run(scenario, Hotswap(verify_idle=True))
     with_lease = run(scenario, Hotswap(LEASE, verify_idle=True))

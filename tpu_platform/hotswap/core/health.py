@@ -77,6 +77,15 @@ class PoolStatus:
         return summarize(self.problems)
 
 
+_POOL_STATE_ANNOTATIONS = (
+    k.SUSPECT_SINCE_ANNOTATION,
+    k.UNHEALTHY_SINCE_ANNOTATION,
+    k.CLEAN_SINCE_ANNOTATION,
+    k.UNHEALTHY_REASON_ANNOTATION,
+)
+"""Everything the controller records on a pool's nodes; a healthy pool carries none of it."""
+
+
 def summarize(problems: Sequence[Problem]) -> str:
     by_node: dict[str, set[str]] = {}
     for p in problems:
@@ -333,14 +342,7 @@ def assess_pool(
     if not declared:
         if not bad:
             status = PoolStatus(pool.name, PoolState.HEALTHY, history=st.history)
-            desired = dict.fromkeys(
-                (
-                    k.SUSPECT_SINCE_ANNOTATION,
-                    k.UNHEALTHY_SINCE_ANNOTATION,
-                    k.CLEAN_SINCE_ANNOTATION,
-                    k.UNHEALTHY_REASON_ANNOTATION,
-                )
-            )
+            desired = dict.fromkeys(_POOL_STATE_ANNOTATIONS)
             memo = _remember(status, nodes, record, window_start=window_start)
             return status, _patches(nodes, False, desired, "pool healthy"), memo
         suspect = (st.suspect_since if st.suspect_since is not None else now) if untimed else None
@@ -422,14 +424,7 @@ def assess_pool(
             recovered_now=True,
             history=history,
         )
-        desired = dict.fromkeys(
-            (
-                k.UNHEALTHY_SINCE_ANNOTATION,
-                k.UNHEALTHY_REASON_ANNOTATION,
-                k.SUSPECT_SINCE_ANNOTATION,
-                k.CLEAN_SINCE_ANNOTATION,
-            )
-        )
+        desired = dict.fromkeys(_POOL_STATE_ANNOTATIONS)
         memo = _remember(status, nodes, record, window_start=window_start)
         return status, _patches(nodes, False, desired, "pool recovered"), memo
     status = PoolStatus(
