@@ -327,14 +327,32 @@ def test_supported_functions_cover_the_standard_macros() -> None:
     [
         ("self.?x.orValue(1) == 1", {}, "cel-python cannot parse it at column 6"),
         ("quantity(self.q).isLessThan(quantity('1'))", {"q": "2"}, "lacks isLessThan(), quantity()"),
-        # int-or-string: CEL compares an int and a string as unequal, cel-python raises.
-        ("self.port == 'http'", {"port": 80}, "lacks heterogeneous equality"),
     ],
 )
 def test_what_cel_python_cannot_run_is_named(rule: str, value: dict[str, Any], reason: str) -> None:
     outcome = evaluate_rule({"rule": rule}, value, "spec")
     assert outcome.status == "not-evaluated"
     assert outcome.message.startswith("rule not evaluated: ") and reason in outcome.message
+
+
+@pytest.mark.parametrize(
+    ("rule", "value", "status"),
+    [
+        # int-or-string ports (GMP PodMonitoring): cel-go's heterogeneous equality, not an error.
+        ("self.port != 0", {"port": "metrics"}, "passed"),
+        ("self.port == 'http'", {"port": 80}, "failed"),
+        ("self.port != 0", {"port": 0}, "failed"),
+        # numbers compare by value across int and double; bool is not a number.
+        ("self.n == 1.0", {"n": 1}, "passed"),
+        ("self.b == 1", {"b": True}, "failed"),
+        ("self.l == [1.0, 'a']", {"l": [1, "a"]}, "passed"),
+        ("self.m == {'a': 'x'}", {"m": {"a": 1}}, "failed"),
+        ("self.z == null", {"z": None}, "passed"),
+    ],
+)
+def test_equality_is_heterogeneous_as_in_cel_go(rule: str, value: dict[str, Any], status: str) -> None:
+    """google/cel-spec doc/langdef.md "Equality"; cel-go common/types/compare.go."""
+    assert evaluate_rule({"rule": rule}, value, "spec").status == status
 
 
 def test_a_type_mismatch_that_cel_also_rejects_is_a_failure() -> None:

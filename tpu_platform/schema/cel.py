@@ -17,6 +17,8 @@ import lark
 from celpy import celtypes
 from celpy.evaluation import base_functions
 
+from .cel_equality import EQUALITY_FUNCTIONS
+
 Status = Literal["passed", "failed", "not-evaluated", "transition"]
 
 # Function-like macros the cel-python evaluator implements besides ``base_functions``.
@@ -42,9 +44,6 @@ class _Compiled:
 
 
 _ENV = celpy.Environment()
-_HETEROGENEOUS_EQUALITY = tuple(
-    f"found no matching overload for Token('RULE', '{op}')" for op in ("relation_eq", "relation_ne")
-)
 
 
 @lru_cache(maxsize=512)
@@ -71,7 +70,7 @@ def _compile(rule: str) -> _Compiled:
     if missing:
         names = ", ".join(f"{name}()" for name in missing)
         return _Compiled(None, transition, f"cel-python lacks {names} (Kubernetes CEL library)")
-    return _Compiled(_ENV.program(ast), transition, None)
+    return _Compiled(_ENV.program(ast, functions=EQUALITY_FUNCTIONS), transition, None)
 
 
 def evaluate_rule(rule: dict[str, Any], value: Any, path: str) -> CelOutcome:
@@ -104,11 +103,6 @@ def _eval_error(where: str, text: str, err: celpy.CELEvalError) -> CelOutcome:
     if detail.startswith("undeclared reference"):
         return CelOutcome(
             where, text, "not-evaluated", f"rule not evaluated: cel-python: {detail.split(' (')[0]}"
-        )
-    if detail.startswith(_HETEROGENEOUS_EQUALITY):
-        # CEL (cel-go) compares values of different types as unequal; cel-python raises instead.
-        return CelOutcome(
-            where, text, "not-evaluated", "rule not evaluated: cel-python lacks heterogeneous equality"
         )
     return CelOutcome(where, text, "failed", f"{detail} evaluating rule: {text}")
 
