@@ -2,10 +2,11 @@
 failure trace: the scheduler-only recipe versus the hotswap controller, on the same seeded trace.
 
 The fleet, queues and priorities come from a stack (default: prod); its JobSets are a closed-loop
-backlog (every finished JobSet is replaced by the next of its slot, see ``sim.workload.Backlog``), half
-of them BlockingRecreate with the repository's podFailurePolicy and half JobSet's defaults (Recreate,
-no failure rules). Nodes fail as a Poisson process; some failures are reboots, the rest wait for GKE's
-repair. Prints a table, then one JSON line.
+backlog (every finished JobSet is replaced by the next of its slot, see
+``tpu_platform.sim.workload.Backlog``), half of them BlockingRecreate with the repository's
+podFailurePolicy and half JobSet's defaults (Recreate, no failure rules). Nodes fail as a Poisson
+process; some failures are reboots, the rest wait for GKE's repair. Prints a table, then one JSON
+line.
 
     python bench/mttr.py            # 60 days on prod (a few minutes)
     python bench/mttr.py --quick    # 4 days (under a minute)
@@ -17,23 +18,18 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from sim.infra import random_trace  # noqa: E402
-from sim.metrics import percentile  # noqa: E402
-from sim.params import Timings, floor_seconds  # noqa: E402
-from sim.run import Result, compare, stack_scenario  # noqa: E402
-from sim.workload import Backlog, pools_from_stack, priority_levels  # noqa: E402
-from tpu_platform.hotswap.core import SettingsError, settings_from_mapping  # noqa: E402
-from tpu_platform.plan.stacks import STACKS_DIR, load_stack_config, parse_stack_config, stack_file  # noqa: E402
+from tpu_platform.hotswap.core import SettingsError, settings_from_mapping
+from tpu_platform.plan.stacks import STACKS_DIR, load_stack_config, parse_stack_config, stack_file
+from tpu_platform.sim.infra import random_trace
+from tpu_platform.sim.metrics import percentile
+from tpu_platform.sim.params import Timings, floor_seconds
+from tpu_platform.sim.run import Result, compare, stack_scenario
+from tpu_platform.sim.workload import Backlog, pools_from_stack, priority_levels
 
 DAY = 86400.0
 
@@ -76,7 +72,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         action="append",
         default=[],
         metavar="NAME=SECONDS",
-        help="override a sim.params.Timings field (repeatable), e.g. pod_startup_s=120",
+        help="override a tpu_platform.sim.params.Timings field (repeatable), e.g. pod_startup_s=120",
     )
     p.add_argument(
         "--setting",

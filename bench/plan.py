@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -24,12 +23,8 @@ from typing import Any
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from tpu_platform.plan.stacks import load_stack_config, parse_stack_config, stack_file  # noqa: E402
-from tpu_platform.slices import expand_slices  # noqa: E402
+from tpu_platform.plan.stacks import load_stack_config, parse_stack_config, stack_file
+from tpu_platform.slices import expand_slices
 
 STACK = "bench"
 

@@ -19,18 +19,12 @@ import gc
 import itertools
 import json
 import statistics
-import sys
 import time
 import tracemalloc
 from collections.abc import Sequence
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from tpu_platform.hotswap.core import Node, Pod, Settings, Snapshot, decide  # noqa: E402
-from tpu_platform.hotswap.core.builders import (  # noqa: E402
+from tpu_platform.hotswap.core import Node, Pod, Settings, Snapshot, decide
+from tpu_platform.hotswap.core.builders import (
     fail_node,
     make_jobset,
     make_nodes,

@@ -3,16 +3,10 @@
 from __future__ import annotations
 
 import copy
-import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
 
 MINIMAL_STACK: dict[str, Any] = {
     "gcp:project": "test-project",
@@ -32,7 +26,8 @@ def stack() -> dict[str, Any]:
 @pytest.fixture
 def render_stack() -> Callable[..., Any]:
     """Render a stack config map under Pulumi's mocks with the real program."""
-    from components.program import stack_program
+    from tpu_platform.components.program import stack_program
+
     from tpu_platform.plan import render
 
     def _render(config: dict[str, Any], name: str = "test") -> Any:

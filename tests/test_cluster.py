@@ -6,7 +6,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from components.kubeconfig import render_kubeconfig
+from tpu_platform.components.kubeconfig import render_kubeconfig
+
 from tpu_platform.plan.document import normalize
 
 CLUSTER = "gcp:container/cluster:Cluster"

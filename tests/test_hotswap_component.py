@@ -160,7 +160,7 @@ def test_everything_uses_the_cluster_provider_and_waits_for_installs(
 
 
 def test_built_image_when_none_given(stack: dict[str, Any], render_stack: Callable[..., Any]) -> None:
-    from components.hotswap_image import source_digest
+    from tpu_platform.components.hotswap_image import source_digest
 
     stack["tpu-platform:hotswap"] = {"enabled": True}
     rendering = render_stack(stack)
@@ -179,7 +179,7 @@ def test_disabled_creates_nothing(stack: dict[str, Any], render_stack: Callable[
 
 
 def test_source_digest_tracks_content(tmp_path: Any) -> None:
-    from components.hotswap_image import source_digest
+    from tpu_platform.components.hotswap_image import source_digest
 
     (tmp_path / "a.py").write_text("x = 1\n")
     first = source_digest(tmp_path)

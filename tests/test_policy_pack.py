@@ -28,8 +28,8 @@ from pulumi_policy.deserialize import deserialize_properties
 from pulumi_policy.proxy import UNKNOWN_BOOLEAN_VALUE, UNKNOWN_STRING_VALUE, unknown_checking_proxy
 from pulumi_policy.version import VERSION as PULUMI_POLICY_VERSION
 
-from policy.tpu_platform_policy import UNKNOWN, rules
-from policy.tpu_platform_policy.pack import PACK_NAME, policies, to_plain
+from tpu_platform.policy import UNKNOWN, rules
+from tpu_platform.policy.pack import PACK_NAME, policies, to_plain
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 POLICY_DIR = REPO_ROOT / "policy"

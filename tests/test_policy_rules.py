@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from policy.tpu_platform_policy import UNKNOWN, Resource, Stack, evaluate
-from policy.tpu_platform_policy import rules as r
+from tpu_platform.policy import UNKNOWN, Resource, Stack, evaluate
+from tpu_platform.policy import rules as r
 
 URN = "urn:pulumi:dev::tpu-platform::"
 POOL = "gcp:container/nodePool:NodePool"

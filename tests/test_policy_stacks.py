@@ -8,10 +8,8 @@ from functools import cache
 from typing import Any
 
 import pytest
+from tpu_platform.components.program import stack_program
 
-from components.program import stack_program
-from policy.tpu_platform_policy import Stack, offline, rules
-from policy.tpu_platform_policy.offline import check_rendering, from_recorded
 from tpu_platform.plan import (
     RecordedResource,
     Rendering,
@@ -22,6 +20,8 @@ from tpu_platform.plan import (
     stack_file,
 )
 from tpu_platform.plan.harness import urn_label
+from tpu_platform.policy import Stack, offline, rules
+from tpu_platform.policy.offline import check_rendering, from_recorded
 from tpu_platform.summary import summarize
 
 STACKS = list_stacks()

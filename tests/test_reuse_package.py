@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from packaging.requirements import Requirement
 
-from policy.tpu_platform_policy import Resource, evaluate
+from tpu_platform.policy import Resource, evaluate
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CONSUMER = REPO_ROOT / "examples" / "consumer"

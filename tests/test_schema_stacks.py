@@ -27,7 +27,7 @@ def _explain(label: str, obj: dict[str, Any], report: SchemaReport) -> str:
 
 @pytest.mark.parametrize("stack", list_stacks())
 def test_every_rendered_object_matches_its_schema(stack: str) -> None:
-    from components.program import stack_program
+    from tpu_platform.components.program import stack_program
 
     rendering = render(stack_program, load_stack_config(stack_file(stack)), stack=stack)
     assert rendering.resources, f"stack {stack} rendered nothing"

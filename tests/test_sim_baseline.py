@@ -6,11 +6,11 @@ before NotReady + auto-repair + PodGC's quarantine, and finishes within one rest
 
 from __future__ import annotations
 
-from sim.model import CAUSE_SCHEDULER
-from sim.params import Timings
-from sim.policies import Baseline
-from sim.run import Result, run
-from sim.scenarios import seed_scenario
+from tpu_platform.sim.model import CAUSE_SCHEDULER
+from tpu_platform.sim.params import Timings
+from tpu_platform.sim.policies import Baseline
+from tpu_platform.sim.run import Result, run
+from tpu_platform.sim.scenarios import seed_scenario
 
 T = Timings()
 FAIL_AT = 1800.0

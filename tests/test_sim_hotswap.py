@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from sim.infra import Failure, random_trace
-from sim.model import CAUSE_CONTROLLER, CAUSE_SCHEDULER
-from sim.params import Timings, floor_seconds
-from sim.policies import Baseline, Hotswap
-from sim.run import Result, compare, run, stack_scenario
-from sim.scenarios import seed_scenario, seed_stack
-from sim.workload import pools_from_stack
 from tpu_platform.hotswap.core import Settings
+from tpu_platform.sim.infra import Failure, random_trace
+from tpu_platform.sim.model import CAUSE_CONTROLLER, CAUSE_SCHEDULER
+from tpu_platform.sim.params import Timings, floor_seconds
+from tpu_platform.sim.policies import Baseline, Hotswap
+from tpu_platform.sim.run import Result, compare, run, stack_scenario
+from tpu_platform.sim.scenarios import seed_scenario, seed_stack
+from tpu_platform.sim.workload import pools_from_stack
 
 T = Timings()
 S = Settings()

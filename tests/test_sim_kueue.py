@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from sim.cluster import Cluster
-from sim.engine import Engine
-from sim.kueue import Kueue, setup_from_stack
-from sim.model import Workload, WorkloadSpec
-from sim.params import Timings
 from tpu_platform.config import parse_platform
 from tpu_platform.plan import load_stack_config, parse_stack_config, stack_file
+from tpu_platform.sim.cluster import Cluster
+from tpu_platform.sim.engine import Engine
+from tpu_platform.sim.kueue import Kueue, setup_from_stack
+from tpu_platform.sim.model import Workload, WorkloadSpec
+from tpu_platform.sim.params import Timings
 
 PRIORITIES = {"low": 1_000_000, "high": 2_000_000}
 

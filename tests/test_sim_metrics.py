@@ -6,13 +6,13 @@ import math
 
 import pytest
 
-from sim.infra import Failure
-from sim.metrics import percentile
-from sim.model import CAUSE_FAILURE, WorkloadSpec
-from sim.params import Timings
-from sim.policies import Baseline, Hotswap
-from sim.run import Result, run, stack_scenario
-from sim.scenarios import HIGH, LOW, seed_stack
+from tpu_platform.sim.infra import Failure
+from tpu_platform.sim.metrics import percentile
+from tpu_platform.sim.model import CAUSE_FAILURE, WorkloadSpec
+from tpu_platform.sim.params import Timings
+from tpu_platform.sim.policies import Baseline, Hotswap
+from tpu_platform.sim.run import Result, run, stack_scenario
+from tpu_platform.sim.scenarios import HIGH, LOW, seed_stack
 
 T = Timings()
 

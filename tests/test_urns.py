@@ -9,8 +9,6 @@ tests pin today's URNs and show that aliases keep them through a regrouping.
 Regenerate the pins (only when a replacement is intended):  python tests/test_urns.py --write
 """
 
-# ruff: noqa: E402 - run as a script, the repository root must be on sys.path before its imports
-
 from __future__ import annotations
 
 import asyncio
@@ -26,12 +24,7 @@ import pytest
 import yaml
 from pulumi.runtime.settings import reset_options
 from pulumi.runtime.stack import run_pulumi_func
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
-
-from components import (
+from tpu_platform.components import (
     GkeCluster,
     GkeClusterArgs,
     TpuPlatform,
@@ -39,10 +32,13 @@ from components import (
     TpuSlicePool,
     TpuSlicePoolArgs,
 )
-from components.program import PLATFORM_NAME, read_platform_config, stack_program
+from tpu_platform.components.program import PLATFORM_NAME, read_platform_config, stack_program
+
 from tpu_platform.plan import list_stacks, load_stack_config, parse_stack_config, render, stack_file
 from tpu_platform.plan.harness import PlatformMocks, RecordingMonitor, config_values
 from tpu_platform.slices import expand_slices
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 PINS_DIR = REPO_ROOT / "tests" / "data" / "urns"
 PROJECT = yaml.safe_load((REPO_ROOT / "Pulumi.yaml").read_text())["name"]

@@ -17,7 +17,7 @@ from .summary import summarize
 
 def render_plan(stack: str, stacks_dir: Path = STACKS_DIR) -> tuple[str, str]:
     """The plan text and the human summary of one stack; raises ``StackConfigError``."""
-    from components.program import stack_program
+    from tpu_platform.components.program import stack_program
 
     config = load_stack_config(stack_file(stack, stacks_dir))
     cfg = parse_stack_config(config)
@@ -100,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     lint_command.configure(lint)
     lint.set_defaults(func=lint_command.run)
 
-    from sim import whatif as whatif_command
+    from tpu_platform.sim import whatif as whatif_command
 
     whatif = sub.add_parser("whatif", help=whatif_command.HELP)
     whatif_command.configure(whatif)

@@ -13,10 +13,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from sim.cluster import Cluster
-from sim.engine import Handle
-from sim.snapshot import CheckpointClock, SnapshotBuilder, apply, quiescent
 from tpu_platform.hotswap.core import PoolMemory, Preemption, Settings, decide
+from tpu_platform.sim.cluster import Cluster
+from tpu_platform.sim.engine import Handle
+from tpu_platform.sim.snapshot import CheckpointClock, SnapshotBuilder, apply, quiescent
 
 
 class Policy(Protocol):

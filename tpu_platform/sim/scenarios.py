@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from sim.infra import Failure
-from sim.model import BLOCKING, WorkloadSpec
-from sim.params import Timings
-from sim.run import Scenario, stack_scenario
 from tpu_platform.config import PlatformConfig, parse_platform
+from tpu_platform.sim.infra import Failure
+from tpu_platform.sim.model import BLOCKING, WorkloadSpec
+from tpu_platform.sim.params import Timings
+from tpu_platform.sim.run import Scenario, stack_scenario
 
 HIGH = "high-priority-job"
 LOW = "low-priority-job"

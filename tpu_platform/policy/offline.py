@@ -60,12 +60,12 @@ def check_rendering(rendering: HasResources, config: Mapping[str, Any] | None = 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m policy.tpu_platform_policy.offline [stack...]``: every stack's plan, checked.
+    """``python -m tpu_platform.policy.offline [stack...]``: every stack's plan, checked.
 
     Renders each stack of this repository under Pulumi's mocks (no credentials needed, so it
     also runs for pull requests from forks) and exits 1 on any violation.
     """
-    from components.program import stack_program
+    from tpu_platform.components.program import stack_program
     from tpu_platform.plan import list_stacks, load_stack_config, render, stack_file
 
     stacks = list(argv) if argv else list_stacks()

@@ -6,19 +6,19 @@ import random
 import time
 from dataclasses import dataclass, field
 
-from sim.cluster import Cluster
-from sim.engine import Engine
-from sim.infra import Failure, Infra, Observer
-from sim.jobset import JobSetController
-from sim.kueue import Kueue, QueueSetup, setup_from_stack
-from sim.metrics import Recorder, Summary, summarize
-from sim.model import Pool, SimPod, Workload, WorkloadSpec
-from sim.params import Timings
-from sim.policies import Baseline, ControllerStats, Hotswap, Policy
-from sim.scheduler import Scheduler
-from sim.workload import MixOptions, Successor, mix_from_stack, pools_from_stack
 from tpu_platform.config import PlatformConfig
 from tpu_platform.hotswap.core import Settings, settings_from_mapping
+from tpu_platform.sim.cluster import Cluster
+from tpu_platform.sim.engine import Engine
+from tpu_platform.sim.infra import Failure, Infra, Observer
+from tpu_platform.sim.jobset import JobSetController
+from tpu_platform.sim.kueue import Kueue, QueueSetup, setup_from_stack
+from tpu_platform.sim.metrics import Recorder, Summary, summarize
+from tpu_platform.sim.model import Pool, SimPod, Workload, WorkloadSpec
+from tpu_platform.sim.params import Timings
+from tpu_platform.sim.policies import Baseline, ControllerStats, Hotswap, Policy
+from tpu_platform.sim.scheduler import Scheduler
+from tpu_platform.sim.workload import MixOptions, Successor, mix_from_stack, pools_from_stack
 
 
 @dataclass(frozen=True)

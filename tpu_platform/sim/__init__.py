@@ -21,8 +21,8 @@ Modules, one concern each:
 
 Typical use::
 
-    from sim.run import compare
-    from sim.scenarios import seed_scenario
+    from tpu_platform.sim.run import compare
+    from tpu_platform.sim.scenarios import seed_scenario
 
     baseline, hotswap = compare(seed_scenario(spare=False))
     print(baseline.summary.mttr_s, hotswap.summary.mttr_s)

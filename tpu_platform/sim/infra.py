@@ -11,10 +11,10 @@ import random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from sim.cluster import Cluster
-from sim.model import CAUSE_FAILURE, Pool, SimNode
 from tpu_platform.hotswap.core import Condition, Taint
 from tpu_platform.hotswap.core import constants as k
+from tpu_platform.sim.cluster import Cluster
+from tpu_platform.sim.model import CAUSE_FAILURE, Pool, SimNode
 
 
 @dataclass(frozen=True, slots=True)

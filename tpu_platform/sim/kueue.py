@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from sim.cluster import Cluster
-from sim.engine import Handle
-from sim.model import Workload, WorkloadSpec
 from tpu_platform.config import PlatformConfig
+from tpu_platform.sim.cluster import Cluster
+from tpu_platform.sim.engine import Handle
+from tpu_platform.sim.model import Workload, WorkloadSpec
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from sim.run import Result
+    from tpu_platform.sim.run import Result
 
 HELP = "simulate a slice failure in a stack: MTTR and work lost, scheduler-only vs. the hotswap controller"
 
@@ -63,15 +63,15 @@ def _duration(seconds: float | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sim.infra import Failure
-    from sim.model import PREEMPTIONS
-    from sim.params import floor_seconds
-    from sim.run import compare, stack_scenario
-    from sim.timeline import draw
-    from sim.workload import load_workload_file
     from tpu_platform.config import StackConfigError
     from tpu_platform.hotswap.core import SettingsError
     from tpu_platform.plan.stacks import STACKS_DIR, load_stack_config, parse_stack_config, stack_file
+    from tpu_platform.sim.infra import Failure
+    from tpu_platform.sim.model import PREEMPTIONS
+    from tpu_platform.sim.params import floor_seconds
+    from tpu_platform.sim.run import compare, stack_scenario
+    from tpu_platform.sim.timeline import draw
+    from tpu_platform.sim.workload import load_workload_file
 
     try:
         cfg = parse_stack_config(load_stack_config(stack_file(args.stack, args.stacks_dir or STACKS_DIR)))

@@ -11,12 +11,12 @@ import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
-from sim.engine import Engine
-from sim.model import CAUSE_DONE, FAILED, RUNNING, SUCCEEDED, Pool, SimNode, SimPod, Workload
-from sim.params import Timings
 from tpu_platform.hotswap.core import Condition, Node
 from tpu_platform.hotswap.core import constants as k
 from tpu_platform.hotswap.core.builders import GKE_TPU_TAINT
+from tpu_platform.sim.engine import Engine
+from tpu_platform.sim.model import CAUSE_DONE, FAILED, RUNNING, SUCCEEDED, Pool, SimNode, SimPod, Workload
+from tpu_platform.sim.params import Timings
 
 PodListener = Callable[[SimPod, str], None]
 """Called with a pod and one of ``bound``, ``terminating``, ``failed``, ``gone``."""

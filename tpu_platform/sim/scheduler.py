@@ -19,9 +19,9 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from sim.cluster import Cluster
-from sim.engine import Handle
-from sim.model import CAUSE_SCHEDULER, SimNode, SimPod
+from tpu_platform.sim.cluster import Cluster
+from tpu_platform.sim.engine import Handle
+from tpu_platform.sim.model import CAUSE_SCHEDULER, SimNode, SimPod
 
 
 @dataclass(slots=True)

@@ -9,8 +9,6 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
-from sim.cluster import Cluster
-from sim.model import CAUSE_CONTROLLER, CAUSE_FAILURE, SimPod, Workload
 from tpu_platform.hotswap.core import (
     Action,
     AnnotateJobSet,
@@ -27,6 +25,8 @@ from tpu_platform.hotswap.core import (
 from tpu_platform.hotswap.core import constants as k
 from tpu_platform.hotswap.core.apply import patch_node
 from tpu_platform.hotswap.core.model import RUNNING
+from tpu_platform.sim.cluster import Cluster
+from tpu_platform.sim.model import CAUSE_CONTROLLER, CAUSE_FAILURE, SimPod, Workload
 
 CheckpointClock = Callable[[Workload, float], "float | None"]
 

@@ -16,9 +16,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from sim.infra import Failure
-from sim.jobset import RunObserver
-from sim.model import CAUSE_FAILURE, SimNode, SimPod, Workload
+from tpu_platform.sim.infra import Failure
+from tpu_platform.sim.jobset import RunObserver
+from tpu_platform.sim.model import CAUSE_FAILURE, SimNode, SimPod, Workload
 
 
 def percentile(values: Sequence[float], q: float) -> float:

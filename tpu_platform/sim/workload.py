@@ -19,8 +19,8 @@ from typing import Any
 
 import yaml
 
-from sim.model import BLOCKING, RECREATE, RESTART_STRATEGIES, Pool, WorkloadSpec
 from tpu_platform.config import PlatformConfig, TeamConfig
+from tpu_platform.sim.model import BLOCKING, RECREATE, RESTART_STRATEGIES, Pool, WorkloadSpec
 from tpu_platform.slices import expand_slices
 
 HOUR = 3600.0

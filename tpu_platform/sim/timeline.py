@@ -18,8 +18,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.patches import Patch, Rectangle
 
-from sim.metrics import Interval
-from sim.run import Result
+from tpu_platform.sim.metrics import Interval
+from tpu_platform.sim.run import Result
 
 
 def _clip(a0: float, a1: float, b0: float, b1: float) -> tuple[float, float] | None:

@@ -14,8 +14,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from sim.cluster import Cluster
-from sim.model import (
+from tpu_platform.sim.cluster import Cluster
+from tpu_platform.sim.model import (
     BLOCKING,
     CAUSE_DONE,
     CAUSE_FAILURE,
