@@ -1,4 +1,4 @@
-"""Time of the offline plan (``tpu_platform.cli.render_plan``) for a large stack.
+"""Time of the offline plan (``tpu_platform.commands.plan.render_plan``) for a large stack.
 
 The stack is generated into a temporary folder: ``--slices`` slices (three quarters 4x4, the rest
 8x8), ``--teams`` teams in cohorts of ten, each team guaranteed whole slices so that the nominal quotas
@@ -93,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         t0 = time.perf_counter()
         cfg = parse_stack_config(load_stack_config(stack_file(STACK, stacks_dir)))
         validate_s = time.perf_counter() - t0
-        from tpu_platform.cli import render_plan
+        from tpu_platform.commands.plan import render_plan
 
         times = []
         text = ""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 import pulumi
@@ -17,14 +18,35 @@ import pulumi_gcp as gcp
 
 from tpu_platform.config import ImageBuildConfig
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-CONTROLLER_DIR = REPO_ROOT / "tpu_platform" / "hotswap"
-DOCKERFILE = CONTROLLER_DIR / "Dockerfile"
 IMAGE_NAME = "hotswap"
 
 
-def source_digest(root: Path = CONTROLLER_DIR) -> str:
+def controller_dir() -> Path:
+    """The installed ``tpu_platform.hotswap`` package folder: the Dockerfile and what it copies.
+
+    Found through the import system, so it is the same files in this repository (editable install)
+    and in an installed wheel, whose package data carries the Dockerfile and its requirements.
+    """
+    root = resources.files("tpu_platform.hotswap")
+    if not isinstance(root, Path) or not (root / "Dockerfile").is_file():
+        raise RuntimeError(
+            f"tpu_platform.hotswap at {root} has no Dockerfile: install tpu-platform from a wheel or "
+            "a checkout (not a zip), or set tpu-platform:hotswap.image to a built image"
+        )
+    return root
+
+
+def build_context() -> Path:
+    """The folder holding the ``tpu_platform`` package: the Dockerfile's ``COPY`` paths start there.
+
+    Its ``Dockerfile.dockerignore`` (read by BuildKit) keeps everything else out of the context.
+    """
+    return controller_dir().parents[1]
+
+
+def source_digest(root: Path | None = None) -> str:
     """A stable hash of the controller's sources (paths and bytes, caches ignored)."""
+    root = root or controller_dir()
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*")):
         if not path.is_file() or "__pycache__" in path.parts or path.suffix == ".pyc":
@@ -78,8 +100,8 @@ class HotswapImage(pulumi.ComponentResource):
         token = gcp.organizations.get_client_config_output(opts=pulumi.InvokeOutputOptions(parent=self))
         image = docker_build.Image(
             f"{name}-image",
-            context=docker_build.BuildContextArgs(location=os.path.relpath(REPO_ROOT)),
-            dockerfile=docker_build.DockerfileArgs(location=os.path.relpath(DOCKERFILE)),
+            context=docker_build.BuildContextArgs(location=os.path.relpath(build_context())),
+            dockerfile=docker_build.DockerfileArgs(location=os.path.relpath(controller_dir() / "Dockerfile")),
             platforms=[docker_build.Platform(args.build.platform)],
             tags=[tag],
             push=True,

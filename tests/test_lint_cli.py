@@ -1,4 +1,4 @@
-"""``python -m tpu_platform lint``, context files, and the rule reference in docs/linter.md."""
+"""``tpu-platform lint``, context files, and the rule reference in docs/linter.md."""
 
 from __future__ import annotations
 

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tpu_platform.cli import main, render_plan
+from tpu_platform.cli import main
+from tpu_platform.commands.plan import render_plan
 from tpu_platform.plan import list_stacks
 from tpu_platform.plan.stacks import PLANS_DIR
 
@@ -22,10 +23,10 @@ def test_example_stacks_exist() -> None:
 @pytest.mark.parametrize("stack", STACKS)
 def test_committed_plan_is_fresh(stack: str) -> None:
     committed = PLANS_DIR / f"{stack}.yaml"
-    assert committed.exists(), f"plans/{stack}.yaml missing: run `python -m tpu_platform plan {stack}`"
+    assert committed.exists(), f"plans/{stack}.yaml missing: run `tpu-platform plan {stack}`"
     rendered, _ = render_plan(stack)
     assert committed.read_text() == rendered, (
-        f"plans/{stack}.yaml is stale: run `python -m tpu_platform plan {stack}` and commit it"
+        f"plans/{stack}.yaml is stale: run `tpu-platform plan {stack}` and commit it"
     )
 
 

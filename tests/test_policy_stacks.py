@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from tpu_platform.components.program import stack_program
 
+from tpu_platform import cli
 from tpu_platform.plan import (
     RecordedResource,
     Rendering,
@@ -118,7 +119,7 @@ def test_turning_off_auto_repair_on_a_slice_is_caught() -> None:
 
 
 def test_offline_command_reports_each_stack(capsys: pytest.CaptureFixture[str]) -> None:
-    assert offline.main(["dev"]) == 0
+    assert cli.main(["policy", "dev"]) == 0
     assert capsys.readouterr().out == "stack dev: no violations\n"
 
 
@@ -129,7 +130,7 @@ def test_offline_command_fails_on_a_violation(
         "urn:x", rules.NODE_POOL, "p", {"name": "p", "nodeConfig": {"machineType": "ct6e-standard-4t"}}
     )
     monkeypatch.setattr(offline, "check_rendering", lambda rendering: rules.evaluate([pool]))
-    assert offline.main(["dev"]) == 1
+    assert cli.main(["policy", "dev"]) == 1
     out = capsys.readouterr().out
     assert out.startswith(
         "stack dev: 1 violation\n  - [tpu-pool-auto-repair] TPU node pool 'p' has auto-repair not set"

@@ -32,7 +32,7 @@ def test_ci_runs_the_readme_test_command_and_checks_plans() -> None:
     assert ".ci/run" in runs
     assert "./dev test" in (REPO_ROOT / ".ci" / "run").read_text()
     assert "./dev plan --all --check" in runs
-    assert any("tpu_platform.policy.offline" in r for r in runs)
+    assert "./dev policy" in runs
 
 
 def test_preview_matrix_lists_exactly_the_stack_files(tmp_path: Path) -> None:
@@ -82,5 +82,5 @@ def test_forks_still_get_the_offline_plan() -> None:
     assert "if" not in job
     runs = " ".join(s.get("run", "") for s in job["steps"])
     assert "./dev plan --all --check" in runs
-    assert "tpu_platform.policy.offline" in runs
+    assert "./dev policy" in runs
     assert "GITHUB_STEP_SUMMARY" in runs

@@ -123,11 +123,16 @@ def test_declared_dependencies_admit_the_pinned_versions(wheel: Path) -> None:
         (spec,) = pin.specifier
         assert declared[name].specifier.contains(spec.version), f"{name}: {declared[name]} excludes {pin}"
     metadata = zipfile.ZipFile(wheel).read(f"{wheel.name.split('-py3')[0]}.dist-info/METADATA").decode()
-    assert {
-        Requirement(line.split(": ", 1)[1]).name
+    required = [
+        Requirement(line.split(": ", 1)[1])
         for line in metadata.splitlines()
         if line.startswith("Requires-Dist")
-    } == set(declared)
+    ]
+    assert {r.name for r in required if r.marker is None} == set(declared)
+    extras = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    for extra, requirements in extras.items():
+        wanted = {Requirement(r).name for r in requirements}
+        assert {r.name for r in required if r.marker and r.marker.evaluate({"extra": extra})} == wanted, extra
 
 
 def test_installed_package_imports_without_the_repository(site: Path) -> None:

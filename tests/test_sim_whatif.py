@@ -1,4 +1,4 @@
-"""``python -m tpu_platform whatif``: prints MTTRs and lost work, writes the timeline PNG."""
+"""``tpu-platform whatif``: prints MTTRs and lost work, writes the timeline PNG."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """tpu-platform: declarative GKE TPU v6e platforms with Kueue, JobSet and hotswap.
 
-The pure pieces (catalog, stack model, planners) live here; the Pulumi components that
-turn them into resources live in the top-level ``components`` package.
+One import name for everything: the pure pieces (catalog, stack model, queue plan, planners,
+the hotswap decision core) and their I/O layers (``tpu_platform.components``, installed from the
+repository's top-level ``components/`` folder; the hotswap adapter; the CLI).
 """
 
 __all__ = ["__version__"]

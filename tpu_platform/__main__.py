@@ -1,7 +1,5 @@
-"""Entry point of ``python -m tpu_platform``."""
+"""``python -m tpu_platform``: the same CLI as the ``tpu-platform`` console script."""
 
-import sys
+from .cli import console
 
-from .cli import main
-
-sys.exit(main())
+console()

@@ -1,113 +1,111 @@
-"""``python -m tpu_platform``: offline tools for a stack (plan, validate)."""
+"""``tpu-platform``: the offline tools of a tpu-platform stack (``./dev <command>`` in this repository).
+
+Every subcommand lives in its own module with ``HELP``, ``configure(parser)`` and ``run(args)``;
+this module only builds the parser and maps outcomes to exit codes.
+"""
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import difflib
+import importlib
 import sys
 from collections.abc import Sequence
-from pathlib import Path
+from types import ModuleType
 
-from .config import StackConfigError
-from .plan import dump_plan, list_stacks, load_stack_config, parse_stack_config, plan_document, render
-from .plan.stacks import PLANS_DIR, REPO_ROOT, STACKS_DIR, stack_file
-from .summary import summarize
+from . import __version__
+from .project import ProjectError
+from .terminal import silence_stdout
 
+PROG = "tpu-platform"
 
-def render_plan(stack: str, stacks_dir: Path = STACKS_DIR) -> tuple[str, str]:
-    """The plan text and the human summary of one stack; raises ``StackConfigError``."""
-    from tpu_platform.components.program import stack_program
+# (name, module): the order of ``tpu-platform --help``.
+COMMANDS: tuple[tuple[str, str], ...] = (
+    ("plan", "tpu_platform.commands.plan"),
+    ("validate", "tpu_platform.commands.validate"),
+    ("lint", "tpu_platform.lint.command"),
+    ("whatif", "tpu_platform.sim.whatif"),
+    ("policy", "tpu_platform.commands.policy"),
+)
 
-    config = load_stack_config(stack_file(stack, stacks_dir))
-    cfg = parse_stack_config(config)
-    summary = summarize(cfg)
-    with contextlib.chdir(REPO_ROOT):  # Pulumi runs a program from its project folder
-        rendering = render(stack_program, config, stack=stack)
-    return dump_plan(plan_document(stack, rendering, summary.as_dict())), summary.as_text()
+# Modules an optional extra brings, and that extra (pyproject.toml [project.optional-dependencies]).
+EXTRAS = {
+    "celpy": "lint",
+    "lark": "lint",
+    "jsonschema": "lint",
+    "kubernetes_validate": "lint",
+    "matplotlib": "sim",
+    "pulumi_policy": "policy",
+}
 
-
-def _cmd_plan(args: argparse.Namespace) -> int:
-    stacks = list_stacks(args.stacks_dir) if args.all or not args.stacks else args.stacks
-    plans_dir: Path = args.plans_dir
-    stale: list[str] = []
-    for stack in stacks:
-        try:
-            text, summary = render_plan(stack, args.stacks_dir)
-        except StackConfigError as err:
-            print(f"stack {stack}: {err}", file=sys.stderr)
-            return 2
-        target = plans_dir / f"{stack}.yaml"
-        if args.check:
-            current = target.read_text() if target.exists() else ""
-            if current != text:
-                stale.append(stack)
-                diff = difflib.unified_diff(
-                    current.splitlines(keepends=True),
-                    text.splitlines(keepends=True),
-                    fromfile=f"{target} (committed)",
-                    tofile=f"{target} (rendered)",
-                )
-                sys.stdout.writelines(list(diff)[:200])
-            continue
-        plans_dir.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
-        print(f"== stack {stack} -> {target}")
-        print(summary)
-    if stale:
-        print(
-            f"stale plans: {', '.join(stale)}; run `python -m tpu_platform plan --all` and commit plans/",
-            file=sys.stderr,
-        )
-        return 1
-    return 0
-
-
-def _cmd_validate(args: argparse.Namespace) -> int:
-    status = 0
-    for stack in args.stacks or list_stacks(args.stacks_dir):
-        try:
-            cfg = parse_stack_config(load_stack_config(stack_file(stack, args.stacks_dir)))
-        except StackConfigError as err:
-            print(f"stack {stack}: {err}", file=sys.stderr)
-            status = 2
-            continue
-        print(f"stack {stack}: ok")
-        print(summarize(cfg).as_text())
-    return status
+EXIT_CODES = """exit codes:
+  0    ok
+  1    findings at --fail-on or worse (lint), stale plans (plan --check), violations (policy)
+  2    usage error or invalid input (a stack or manifest that does not validate)
+  130  interrupted; a closed output pipe ends the command quietly with 141, as SIGPIPE would"""
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m tpu_platform", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    plan = sub.add_parser("plan", help="render stacks offline into plans/<stack>.yaml")
-    plan.add_argument("stacks", nargs="*", help="stack names (default: every stack file)")
-    plan.add_argument("--all", action="store_true", help="every stack in the stacks folder")
-    plan.add_argument("--check", action="store_true", help="fail if a committed plan is stale")
-    plan.add_argument("--stacks-dir", type=Path, default=STACKS_DIR)
-    plan.add_argument("--plans-dir", type=Path, default=PLANS_DIR)
-    plan.set_defaults(func=_cmd_plan)
-
-    validate = sub.add_parser("validate", help="check stack files without rendering")
-    validate.add_argument("stacks", nargs="*")
-    validate.add_argument("--stacks-dir", type=Path, default=STACKS_DIR)
-    validate.set_defaults(func=_cmd_validate)
-
-    from .lint import command as lint_command
-
-    lint = sub.add_parser("lint", help=lint_command.HELP)
-    lint_command.configure(lint)
-    lint.set_defaults(func=lint_command.run)
-
-    from tpu_platform.sim import whatif as whatif_command
-
-    whatif = sub.add_parser("whatif", help=whatif_command.HELP)
-    whatif_command.configure(whatif)
-    whatif.set_defaults(func=whatif_command.run)
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Offline tools for GKE TPU v6e platforms built with tpu-platform: plan, check and "
+        "simulate a stack without a cloud account.",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
+    for name, module_name in COMMANDS:
+        module = importlib.import_module(module_name)
+        command = sub.add_parser(
+            name,
+            help=module.HELP,
+            description=_description(module),
+            epilog=EXIT_CODES,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        module.configure(command)
+        command.set_defaults(func=module.run)
     return parser
+
+
+def _description(module: ModuleType) -> str:
+    doc = (module.__doc__ or module.HELP).strip()
+    return doc.replace("``", "")
+
+
+def _missing_extra(err: ModuleNotFoundError, command: str) -> str | None:
+    top = (err.name or "").split(".")[0]
+    extra = EXTRAS.get(top)
+    if extra is None:
+        return None
+    return (
+        f"{PROG} {command}: needs the optional dependencies of '{extra}' (module {top} is missing): "
+        f"pip install 'tpu-platform[{extra}]'"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return int(args.func(args))
+    try:
+        code = int(args.func(args))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        silence_stdout()
+        return 141
+    except KeyboardInterrupt:
+        return 130
+    except ProjectError as err:
+        print(f"{PROG} {args.command}: {err}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as err:
+        message = _missing_extra(err, args.command)
+        if message is None:
+            raise
+        print(message, file=sys.stderr)
+        return 2
+    return code
+
+
+def console() -> None:
+    """The ``tpu-platform`` console script."""
+    sys.exit(main())

@@ -2,7 +2,11 @@
 
 ``lint_jobset`` and ``lint_documents`` take a ``LintContext`` (queues, priorities, TPU
 capacity); ``load_context`` reads one from a YAML/JSON file. Rule ids are in ``RULES``.
+The linter itself is imported on first use: its schema checks need the ``lint`` extra, the
+context and rule tables do not.
 """
+
+from typing import Any
 
 from .context import (
     HOTSWAP_LABEL,
@@ -15,7 +19,6 @@ from .context import (
     load_context,
 )
 from .findings import RULES, Finding, Rule, Severity
-from .linter import lint_documents, lint_jobset
 
 __all__ = [
     "HOTSWAP_LABEL",
@@ -33,3 +36,11 @@ __all__ = [
     "lint_jobset",
     "load_context",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("lint_documents", "lint_jobset"):
+        from . import linter
+
+        return getattr(linter, name)
+    raise AttributeError(name)

@@ -1,4 +1,4 @@
-"""``python -m tpu_platform lint``: lint JobSet files against a cluster context."""
+"""``tpu-platform lint``: lint JobSet files against a cluster context."""
 
 from __future__ import annotations
 

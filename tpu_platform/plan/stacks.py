@@ -1,37 +1,60 @@
-"""Read ``stacks/Pulumi.<stack>.yaml`` offline exactly as the program reads ``pulumi.Config``."""
+"""Read a stack file offline exactly as the program reads ``pulumi.Config``.
+
+Stack names resolve inside the Pulumi project of the working directory (``tpu_platform.project``):
+``STACKS_DIR`` and ``PLANS_DIR`` are that project's folders, looked up when first used.
+"""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from ..config import PlatformConfig, StackConfigError, read_stack
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-STACKS_DIR = REPO_ROOT / "stacks"
-PLANS_DIR = REPO_ROOT / "plans"
+from ..project import find_project
 
 
-def stack_file(stack: str, stacks_dir: Path = STACKS_DIR) -> Path:
-    return stacks_dir / f"Pulumi.{stack}.yaml"
+def __getattr__(name: str) -> Path:
+    """``STACKS_DIR`` / ``PLANS_DIR``: the folders of the project the working directory is in."""
+    if name == "STACKS_DIR":
+        return find_project().stacks_dir
+    if name == "PLANS_DIR":
+        return find_project().plans_dir
+    raise AttributeError(name)
 
 
-def list_stacks(stacks_dir: Path = STACKS_DIR) -> list[str]:
+def stack_file(stack: str, stacks_dir: Path | None = None) -> Path:
+    folder = stacks_dir if stacks_dir is not None else find_project().stacks_dir
+    return folder / f"Pulumi.{stack}.yaml"
+
+
+def list_stacks(stacks_dir: Path | None = None) -> list[str]:
     """Stack names, from the stack files present."""
-    return sorted(
-        p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in stacks_dir.glob("Pulumi.*.yaml")
-    )
+    folder = stacks_dir if stacks_dir is not None else find_project().stacks_dir
+    return sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in folder.glob("Pulumi.*.yaml"))
 
 
 def load_stack_config(path: Path) -> dict[str, Any]:
-    """The ``config:`` map of a stack file, as ``namespace:key`` -> value."""
+    """The ``config:`` map of a stack file (``-``: standard input), as ``namespace:key`` -> value."""
+    if str(path) == "-":
+        return stack_config_from_text(sys.stdin.read(), "<stdin>")
     if not path.exists():
         raise StackConfigError(
             [f"{path}: no such stack file; create it or pick one of {list_stacks(path.parent)}"]
         )
-    doc = yaml.safe_load(path.read_text()) or {}
+    if path.is_dir():
+        raise StackConfigError([f"{path}: is a folder; name a stack file (Pulumi.<stack>.yaml) or a stack"])
+    return stack_config_from_text(path.read_text(), str(path))
+
+
+def stack_config_from_text(text: str, path: str) -> dict[str, Any]:
+    """The ``config:`` map of a stack file's text; ``path`` names it in errors."""
+    try:
+        doc = yaml.safe_load(text) or {}
+    except yaml.YAMLError as err:
+        raise StackConfigError([f"{path}: not valid YAML: {err}"]) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("config", {}), dict):
         raise StackConfigError([f"{path}: a stack file is a mapping with a 'config:' mapping inside"])
     config = doc.get("config") or {}

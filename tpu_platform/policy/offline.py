@@ -7,8 +7,7 @@ catch the same violations a real ``pulumi preview --policy-pack policy`` would.
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
 from .resources import Resource, Violation
@@ -57,27 +56,3 @@ def check_resources(
 def check_rendering(rendering: HasResources, config: Mapping[str, Any] | None = None) -> list[Violation]:
     """Every violation in a ``tpu_platform.plan.Rendering``; an empty list means the stack complies."""
     return check_resources(rendering.resources, config)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m tpu_platform.policy.offline [stack...]``: every stack's plan, checked.
-
-    Renders each stack of this repository under Pulumi's mocks (no credentials needed, so it
-    also runs for pull requests from forks) and exits 1 on any violation.
-    """
-    from tpu_platform.components.program import stack_program
-    from tpu_platform.plan import list_stacks, load_stack_config, render, stack_file
-
-    stacks = list(argv) if argv else list_stacks()
-    failed = 0
-    for stack in stacks:
-        violations = check_rendering(render(stack_program, load_stack_config(stack_file(stack)), stack=stack))
-        print(f"stack {stack}: {len(violations) or 'no'} violation{'' if len(violations) == 1 else 's'}")
-        for violation in violations:
-            print(f"  - {violation}")
-        failed += bool(violations)
-    return 1 if failed else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -17,7 +17,7 @@ Modules, one concern each:
 - ``workload``: workload mixes from a stack or a file; the closed-loop backlog of long traces.
 - ``run``: a ``Scenario`` plus a policy makes a ``Result``; ``compare`` runs both.
 - ``scenarios``: the seed document's scenarios as small stacks.
-- ``timeline``: the PNG; ``whatif``: the ``python -m tpu_platform whatif`` command.
+- ``timeline``: the PNG; ``whatif``: the ``tpu-platform whatif`` command.
 
 Typical use::
 

@@ -1,4 +1,4 @@
-"""``python -m tpu_platform whatif <stack>``: what happens to this stack's work if a slice fails?
+"""``tpu-platform whatif <stack>``: what happens to this stack's work if a slice fails?
 
 Builds the stack's fleet and queues, a plausible workload mix (or the JobSets of ``--workloads``),
 fails one node at ``--at`` seconds, and runs the scheduler-only recipe and the hotswap controller on

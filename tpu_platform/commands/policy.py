@@ -1,0 +1,38 @@
+"""``tpu-platform policy``: the policy pack's rules over each stack's offline plan, without Pulumi.
+
+Renders each stack under Pulumi's mocks (no credentials needed, so it also runs for pull requests
+from forks) and checks the recording with the same rules a real ``pulumi preview --policy-pack
+policy`` enforces.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+HELP = "run the policy pack's rules over stacks' offline plans (exit 1 on a violation)"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "stacks", nargs="*", metavar="STACK", help="stack names or stack file paths (default: every stack)"
+    )
+    parser.add_argument("--stacks-dir", type=Path, help="folder of the stack files (default: the project's)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..components.program import stack_program
+    from ..plan import list_stacks, load_stack_config, render
+    from ..policy.offline import check_rendering
+    from ..project import resolve_stack
+
+    failed = 0
+    for stack in args.stacks or list_stacks(args.stacks_dir):
+        ref = resolve_stack(stack, args.stacks_dir)
+        violations = check_rendering(render(stack_program, load_stack_config(ref.path), stack=ref.name))
+        count = len(violations)
+        print(f"stack {ref.name}: {count or 'no'} violation{'' if count == 1 else 's'}")
+        for violation in violations:
+            print(f"  - {violation}")
+        failed += bool(violations)
+    return 1 if failed else 0

@@ -1,0 +1,39 @@
+"""``tpu-platform validate``: check stack files with the program's own reader, rendering nothing."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..config import StackConfigError
+from ..plan import list_stacks, load_stack_config, parse_stack_config
+from ..project import resolve_stack
+from ..summary import summarize
+
+HELP = "check stack files without rendering them (exit 2 on the first invalid one, after checking all)"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "stacks",
+        nargs="*",
+        metavar="STACK",
+        help="stack names, stack file paths, or - for a stack file on stdin (default: every stack)",
+    )
+    parser.add_argument("--stacks-dir", type=Path, help="folder of the stack files (default: the project's)")
+
+
+def run(args: argparse.Namespace) -> int:
+    status = 0
+    for stack in args.stacks or list_stacks(args.stacks_dir):
+        ref = resolve_stack(stack, args.stacks_dir)
+        try:
+            cfg = parse_stack_config(load_stack_config(ref.path))
+        except StackConfigError as err:
+            print(f"stack {ref.name}: {err}", file=sys.stderr)
+            status = 2
+            continue
+        print(f"stack {ref.name}: ok")
+        print(summarize(cfg).as_text())
+    return status
