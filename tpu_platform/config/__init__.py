@@ -17,7 +17,7 @@ from .platform import PlatformConfig
 from .pools import CapacityConfig, SlicePoolConfig
 from .priorities import PriorityConfig
 from .problems import Loc, Problem, Problems, StackConfigError, format_path
-from .quota import QuotaConfig, ResolvedQuota
+from .quota import QuotaConfig
 from .teams import NamespaceConfig, TeamConfig
 
 __all__ = [
@@ -35,7 +35,6 @@ __all__ = [
     "Problem",
     "Problems",
     "QuotaConfig",
-    "ResolvedQuota",
     "SlicePoolConfig",
     "StackConfigError",
     "StackModel",

@@ -3,22 +3,16 @@
 from __future__ import annotations
 
 import difflib
-from collections import Counter
 
 from ... import catalog
+from ...queueplan import pool_flavors
 from ..platform import PlatformConfig
 from ..problems import Loc, Problems
-from ..shapes import entry_shape
 
 
 def pool_slices_by_shape(cfg: PlatformConfig) -> dict[catalog.SliceShape, int]:
     """Slices per shape the slice pools provide (pools with unknown shapes are skipped)."""
-    counts: Counter[catalog.SliceShape] = Counter()
-    for pool in cfg.slice_pools:
-        shape = entry_shape(pool.topology, pool.multi_host)
-        if shape is not None:
-            counts[shape] += pool.count
-    return dict(counts)
+    return {flavor.shape: flavor.slices for flavor in pool_flavors(cfg)}
 
 
 def closest(name: str, options: list[str]) -> str:
