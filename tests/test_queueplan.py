@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from tests.conftest import MINIMAL_STACK
 from tpu_platform import catalog
 from tpu_platform.config import PlatformConfig
+from tpu_platform.constants import TPU_RESOURCE
 from tpu_platform.kueue import queue_objects
 from tpu_platform.plan import load_stack_config, parse_stack_config, stack_file
 from tpu_platform.queueplan import Claims, QuotaNode, TreeUsage, queue_plan
@@ -220,7 +221,7 @@ def _rendered(spec: dict[str, Any]) -> dict[str, tuple[int, int | None, int | No
     """flavor -> (nominal, borrowingLimit, lendingLimit) in chips, read off rendered resourceGroups."""
     out = {}
     for group in spec.get("resourceGroups", []):
-        assert group["coveredResources"] == [catalog.TPU_RESOURCE]
+        assert group["coveredResources"] == [TPU_RESOURCE]
         for flavor in group["flavors"]:
             (res,) = flavor["resources"]
             out[flavor["name"]] = (res["nominalQuota"], res.get("borrowingLimit"), res.get("lendingLimit"))

@@ -15,7 +15,6 @@ from pydantic.alias_generators import to_snake
 from .base import StackModel, check_dns_label
 
 IMAGE_RE = re.compile(r"^[a-z0-9.-]+(:[0-9]+)?/[a-z0-9._/-]+(:[A-Za-z0-9._-]+)?(@sha256:[a-f0-9]{64})?$")
-RESERVED_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kueue-system", "jobset-system"})
 
 
 class ImageBuildConfig(StackModel):

@@ -8,26 +8,9 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator, model_validator
 
 from .. import catalog
+from ..constants import BUILTIN_NAMESPACES
 from .base import StackModel, check_dns_label, check_dns_subdomain, fair_sharing_weight
 from .quota import QuotaConfig, ResolvedQuota
-
-# Namespaces every cluster has: a team may queue work there, but the platform never creates or owns them.
-BUILTIN_NAMESPACES = frozenset({"default"})
-# Namespaces that belong to Kubernetes, GKE or the platform's controllers: never a team's.
-RESERVED_NAMESPACES = frozenset(
-    {
-        "kube-system",
-        "kube-public",
-        "kube-node-lease",
-        "kueue-system",
-        "jobset-system",
-        "gke-managed-system",
-        "gke-gmp-system",
-        "gmp-system",
-        "gmp-public",
-    }
-)
-
 
 RECLAIM_OUT_OF_COHORT = (
     "reclaimOutOfCohort exists in no Kueue version (the seed document invented it; Kueue would "

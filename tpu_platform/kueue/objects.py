@@ -21,19 +21,20 @@ from typing import Any
 
 from .. import catalog
 from ..config import CohortConfig, NamespaceConfig, PlatformConfig, PriorityConfig, TeamConfig
+from ..constants import (
+    LABEL_INSTANCE_TYPE,
+    LABEL_MANAGED_BY,
+    LABEL_NAMESPACE_NAME,
+    LABEL_PART_OF,
+    LABEL_TEAM,
+    OVERCOMMIT_ANNOTATION,
+    TPU_RESOURCE,
+)
 from ..queueplan import FlavorQuota, QueuePlan, queue_plan
-from ..slices import LABEL_TEAM
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 SCHEDULING_API = "scheduling.k8s.io/v1"
-LABEL_NAMESPACE_NAME = "kubernetes.io/metadata.name"
-LABEL_INSTANCE_TYPE = "node.kubernetes.io/instance-type"
-LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
-LABEL_PART_OF = "app.kubernetes.io/part-of"
 MANAGED_LABELS = {LABEL_MANAGED_BY: "tpu-platform", LABEL_PART_OF: "tpu-platform"}
-
-
-OVERCOMMIT_ANNOTATION = "tpu-platform.dev/tpu-overcommit"
 
 
 def _metadata(name: str, namespace: str | None = None, **labels: str) -> dict[str, Any]:
@@ -93,7 +94,7 @@ def resource_flavor(flavor: Flavor) -> dict[str, Any]:
 
 
 def _resource_quota(quota: FlavorQuota) -> dict[str, Any]:
-    entry: dict[str, Any] = {"name": catalog.TPU_RESOURCE, "nominalQuota": quota.nominal_chips}
+    entry: dict[str, Any] = {"name": TPU_RESOURCE, "nominalQuota": quota.nominal_chips}
     if quota.borrowing_limit_chips is not None:
         entry["borrowingLimit"] = quota.borrowing_limit_chips
     if quota.lending_limit_chips is not None:
@@ -107,7 +108,7 @@ def resource_groups(quotas: list[FlavorQuota]) -> list[dict[str, Any]]:
         return []
     return [
         {
-            "coveredResources": [catalog.TPU_RESOURCE],
+            "coveredResources": [TPU_RESOURCE],
             "flavors": [{"name": q.flavor, "resources": [_resource_quota(q)]} for q in quotas],
         }
     ]

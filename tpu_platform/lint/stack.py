@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..config import PlatformConfig
+from ..constants import TPU_RESOURCE
 from ..kueue import queue_directory
 from ..queueplan import queue_plan
 from .context import LintContext, context_from_queue_directory
 
-TPU_ONLY = frozenset({"google.com/tpu"})
+TPU_ONLY = frozenset({TPU_RESOURCE})
 
 
 def context_from_stack(cfg: PlatformConfig) -> LintContext:

@@ -13,6 +13,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..constants import (
+    LABEL_ACCELERATOR,
+    LABEL_APP_NAME,
+    LABEL_INSTANCE_TYPE,
+    LABEL_NODEPOOL,
+    LABEL_SPOT,
+    LABEL_TOPOLOGY,
+    OVERCOMMIT_ANNOTATION,
+    TPU_RESOURCE,
+)
 from ..queueplan import Claims
 from .resources import Resource, Stack, Violation, as_list, dig, is_unknown, urn_types
 
@@ -36,20 +46,13 @@ INSTALL_TYPES = frozenset(
     }
 )
 
-TPU_RESOURCE = "google.com/tpu"
-OVERCOMMIT_ANNOTATION = "tpu-platform.dev/tpu-overcommit"
-NAME_LABEL = "app.kubernetes.io/name"
+NAME_LABEL = LABEL_APP_NAME
 DEFAULT_CONTROLLER_NAME = "hotswap-controller"
 DEFAULT_THIRD_PARTY_CHARTS = ("kueue", "jobset")
 # A memory limit keeps a leaking controller from starving the node; no CPU limit by default,
 # so recovery bursts are not throttled (add "cpu" through requiredLimits to demand one).
 DEFAULT_REQUIRED_LIMITS = ("memory",)
 
-LABEL_NODEPOOL = "cloud.google.com/gke-nodepool"
-LABEL_ACCELERATOR = "cloud.google.com/gke-tpu-accelerator"
-LABEL_TOPOLOGY = "cloud.google.com/gke-tpu-topology"
-LABEL_SPOT = "cloud.google.com/gke-spot"
-LABEL_INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 
 # ct6e-standard-4t, ct5lp-hightpu-8t, ...: the trailing number is the chips per VM.
 TPU_MACHINE_RE = re.compile(r"^(ct[0-9][a-z0-9]*)-[a-z]+-([0-9]+)t$")

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from pydantic.alias_generators import to_camel
 
+from ...constants import BUILTIN_NAMESPACES, RESERVED_NAMESPACES
 from ...hotswap.core.settings import SettingsError
 from ...hotswap.deploy import config_document
-from ..hotswap import IMAGE_RE, RESERVED_NAMESPACES
+from ..hotswap import IMAGE_RE
 from ..platform import PlatformConfig
 from ..problems import Problems
 
@@ -27,7 +28,7 @@ def check_hotswap(cfg: PlatformConfig) -> Problems:
             f"{hot.image!r} is not a full image reference such as "
             "'us-docker.pkg.dev/PROJECT/REPO/hotswap:0.1.0' (a digest pin '@sha256:...' is best)",
         )
-    if hot.namespace in RESERVED_NAMESPACES:
+    if hot.namespace in RESERVED_NAMESPACES | BUILTIN_NAMESPACES:
         problems.add(
             ("hotswap", "namespace"), f"{hot.namespace!r} is not ours to own; pick a dedicated namespace"
         )

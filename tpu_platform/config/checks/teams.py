@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from ...constants import BUILTIN_NAMESPACES, RESERVED_NAMESPACES
 from ..platform import PlatformConfig
 from ..problems import Loc, Problems
-from ..teams import BUILTIN_NAMESPACES, RESERVED_NAMESPACES, TeamConfig
+from ..teams import TeamConfig
 from .common import closest
 from .quota import check_quota_entries
 
