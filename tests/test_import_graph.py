@@ -122,3 +122,36 @@ def test_every_module_imports_when_imported_first() -> None:
         [sys.executable, "-c", _IMPORT_EACH_FIRST, *names], capture_output=True, text=True, check=False
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+CONFIG_LAYERS = {
+    "problems": 0,
+    "base": 1,
+    "shapes": 1,
+    "explain": 1,
+    **dict.fromkeys(["cluster", "pools", "priorities", "kueue", "quota", "cohorts", "teams", "hotswap"], 2),
+    "platform": 3,
+    "checks": 4,
+    "loader": 5,
+    "": 6,  # the package itself
+}
+
+
+def _config_layer(module: str) -> int | None:
+    if module != "tpu_platform.config" and not module.startswith("tpu_platform.config."):
+        return None
+    part = module.removeprefix("tpu_platform.config").lstrip(".").split(".")[0]
+    return CONFIG_LAYERS[part]
+
+
+def test_config_layers_import_downward_only() -> None:
+    """problems < formats < one model per section < the stack < checks < loader."""
+    graph = import_graph(discover(_package_roots()))
+    upward = [
+        f"{source} -> {target}"
+        for source, targets in graph.items()
+        if (src := _config_layer(source)) is not None
+        for target in targets
+        if (dst := _config_layer(target)) is not None and dst > src
+    ]
+    assert not upward, "config modules importing a layer above their own:\n" + "\n".join(upward)

@@ -1,10 +1,10 @@
 """The typed stack model: every section of ``stacks/Pulumi.<stack>.yaml``.
 
-Layers, each importing only the ones above it in this list: ``problems`` (paths, errors),
-``base``/``shapes`` (formats), one model module per section (``cluster``, ``pools``,
-``priorities``, ``kueue``, ``quota``, ``cohorts``, ``teams``, ``hotswap``), ``platform`` (the
-whole stack), ``checks`` (one validator per section) and ``loader`` (``parse_platform``,
-``read_stack``).
+Layers, each importing only the ones before it in this list: ``problems`` (paths, errors),
+``base``/``shapes``/``explain`` (formats, pydantic's errors as lines), one model module per
+section (``cluster``, ``pools``, ``priorities``, ``kueue``, ``quota``, ``cohorts``, ``teams``,
+``hotswap``), ``platform`` (the whole stack), ``checks`` (one validator per section) and
+``loader`` (``parse_platform``, ``read_stack``). tests/test_import_graph.py holds them to it.
 """
 
 from .base import StackModel

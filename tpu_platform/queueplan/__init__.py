@@ -4,6 +4,12 @@ borrowing and lending quota per flavor, in slices and chips.
 
 Layers: ``model`` (data) < ``tree`` (Kueue's arithmetic) < ``usage`` (charging usage) and
 ``claims`` (adding up nominal quota) < ``plan`` (per-team views) < ``build`` (from a stack).
+
+A simulator admits on the tree itself: ``plan.queue_of(team)`` is the ClusterQueue node
+(``quotas`` per shape, ``parent``, ``local_queues``), ``plan.tree.parent``/``children``/
+``ancestors`` walk the cohorts, and one ``TreeUsage(plan.tree)`` per run answers
+``available(node, shape)`` and takes ``charge``/``release`` as workloads are admitted and
+finish, so borrowing follows the hierarchy instead of a flattened root.
 """
 
 from __future__ import annotations
