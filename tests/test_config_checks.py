@@ -108,3 +108,17 @@ def test_parse_platform_reports_exactly_what_the_checks_return(teams: list[dict[
     with pytest.raises(StackConfigError) as err:
         parse_platform(raw)
     assert err.value.problems == lines
+
+
+def test_capacity_counts_every_entry_of_a_stack_with_duplicate_names() -> None:
+    """Two teams (or cohorts) with one name are reported as such, and both quotas still count."""
+    teams = [
+        {"name": "a", "quota": [{"topology": "4x4", "slices": 2}]},
+        {"name": "a", "quota": [{"topology": "4x4", "slices": 1}]},
+    ]
+    cohorts = [
+        {"name": "c", "quota": [{"topology": "4x4", "slices": 1}]},
+        {"name": "c", "quota": [{"topology": "4x4", "slices": 1}]},
+    ]
+    (problem,) = check_quota_capacity(_structural({"teams": teams, "cohorts": cohorts}))
+    assert "add up to 5 slices (80 chips: team a 2, team a 1, cohort c 1, cohort c 1)" in problem.message

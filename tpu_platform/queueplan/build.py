@@ -76,17 +76,19 @@ def queue_plan(cfg: PlatformConfig) -> QueuePlan:
         QuotaNode("Cohort", c.name, c.parent_name, flavor_quotas(c.quota, cfg.kueue)) for c in cfg.cohorts
     ]
     declared = {c.name for c in cohorts}
-    queues: dict[str, QuotaNode] = {}
+    queues: list[QuotaNode] = []
     for team in cfg.teams:
         if team.cohort_name is not None and team.cohort_name not in declared:
             declared.add(team.cohort_name)
             cohorts.append(QuotaNode("Cohort", team.cohort_name, None, declared=False))
-        queues[team.name] = QuotaNode(
-            "ClusterQueue",
-            team.cluster_queue,
-            team.cohort_name,
-            flavor_quotas(team.quota, cfg.kueue),
-            team=team.name,
-            local_queues=tuple(team.local_queue_list()),
+        queues.append(
+            QuotaNode(
+                "ClusterQueue",
+                team.cluster_queue,
+                team.cohort_name,
+                flavor_quotas(team.quota, cfg.kueue),
+                team=team.name,
+                local_queues=tuple(team.local_queue_list()),
+            )
         )
     return QueuePlan(pool_flavors(cfg), QuotaTree(cohorts, queues))

@@ -101,12 +101,13 @@ class QueuePlan:
 
     @property
     def cluster_queues(self) -> list[QuotaNode]:
-        return list(self.tree.queues.values())
+        """One per team, in stack order."""
+        return list(self.tree.queue_nodes)
 
     @property
     def cohorts(self) -> list[QuotaNode]:
         """Every cohort: declared ones in stack order, then the implicit roots teams name."""
-        return list(self.tree.cohorts.values())
+        return list(self.tree.cohort_nodes)
 
     def queue_of(self, team: str) -> QuotaNode:
         return self.tree.queues[team]

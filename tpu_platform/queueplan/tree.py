@@ -18,17 +18,28 @@ stops at a node it has already seen instead of looping.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 from .model import QuotaNode, Shape
 
 
 class QuotaTree:
-    """ClusterQueues (by team) and Cohorts (by name), linked by ``parent``."""
+    """ClusterQueues (by team) and Cohorts (by name), linked by ``parent``.
 
-    def __init__(self, cohorts: Iterable[QuotaNode], queues: Mapping[str, QuotaNode]) -> None:
-        self.cohorts: dict[str, QuotaNode] = {c.name: c for c in cohorts}
-        self.queues: dict[str, QuotaNode] = dict(queues)
+    ``cohort_nodes`` and ``queue_nodes`` keep every node in stack order, even two with one
+    name in a stack the checks will reject (each one's quota still counts against capacity);
+    the lookups by name keep the first.
+    """
+
+    def __init__(self, cohorts: Iterable[QuotaNode], queues: Iterable[QuotaNode]) -> None:
+        self.cohort_nodes: tuple[QuotaNode, ...] = tuple(cohorts)
+        self.queue_nodes: tuple[QuotaNode, ...] = tuple(queues)
+        self.cohorts: dict[str, QuotaNode] = {}
+        for cohort in self.cohort_nodes:
+            self.cohorts.setdefault(cohort.name, cohort)
+        self.queues: dict[str, QuotaNode] = {}
+        for queue in self.queue_nodes:
+            self.queues.setdefault(queue.team or queue.name, queue)
         self._children: dict[str, list[QuotaNode]] = {name: [] for name in self.cohorts}
         for node in [*self.cohorts.values(), *self.queues.values()]:
             if node.parent is not None and node.parent in self._children:
