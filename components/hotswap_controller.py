@@ -19,12 +19,13 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from tpu_platform.config import HotswapConfig
+from tpu_platform.constants import LABEL_APP_NAME, LABEL_PART_OF
 from tpu_platform.hotswap import deploy
 
 from .kube_object import KubeObject
 
 APP_NAME = "hotswap-controller"
-LABELS = {"app.kubernetes.io/name": APP_NAME, "app.kubernetes.io/part-of": "tpu-platform"}
+LABELS = {LABEL_APP_NAME: APP_NAME, LABEL_PART_OF: "tpu-platform"}
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ def pod_spec(cfg: HotswapConfig, image: Any, config_map: Any) -> dict[str, Any]:
                     {
                         "weight": 100,
                         "podAffinityTerm": {
-                            "labelSelector": {"matchLabels": {"app.kubernetes.io/name": APP_NAME}},
+                            "labelSelector": {"matchLabels": {LABEL_APP_NAME: APP_NAME}},
                             "topologyKey": "kubernetes.io/hostname",
                         },
                     }
@@ -216,7 +217,7 @@ class HotswapController(pulumi.ComponentResource):
             metadata={"name": APP_NAME, **meta},
             spec={
                 "replicas": cfg.replicas,
-                "selector": {"matchLabels": {"app.kubernetes.io/name": APP_NAME}},
+                "selector": {"matchLabels": {LABEL_APP_NAME: APP_NAME}},
                 "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}},
                 "template": {
                     "metadata": {
@@ -235,7 +236,7 @@ class HotswapController(pulumi.ComponentResource):
                 k8s.policy.v1.PodDisruptionBudget,
                 f"{name}-pdb",
                 metadata={"name": APP_NAME, **meta},
-                spec={"minAvailable": 1, "selector": {"matchLabels": {"app.kubernetes.io/name": APP_NAME}}},
+                spec={"minAvailable": 1, "selector": {"matchLabels": {LABEL_APP_NAME: APP_NAME}}},
                 opts=in_ns,
             )
         service = _plain_object(
@@ -243,7 +244,7 @@ class HotswapController(pulumi.ComponentResource):
             f"{name}-metrics",
             metadata={"name": f"{APP_NAME}-metrics", **meta},
             spec={
-                "selector": {"app.kubernetes.io/name": APP_NAME},
+                "selector": {LABEL_APP_NAME: APP_NAME},
                 "ports": [{"name": "metrics", "port": deploy.METRICS_PORT, "targetPort": "metrics"}],
             },
             opts=in_ns,
@@ -256,7 +257,7 @@ class HotswapController(pulumi.ComponentResource):
                     "kind": "PodMonitoring",
                     "metadata": {"name": APP_NAME, **meta},
                     "spec": {
-                        "selector": {"matchLabels": {"app.kubernetes.io/name": APP_NAME}},
+                        "selector": {"matchLabels": {LABEL_APP_NAME: APP_NAME}},
                         "endpoints": [{"port": "metrics", "path": deploy.METRICS_PATH, "interval": "30s"}],
                     },
                 },

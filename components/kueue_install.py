@@ -16,6 +16,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from tpu_platform.config import PlatformConfig
+from tpu_platform.constants import JOBSET_NAMESPACE, KUEUE_NAMESPACE
 from tpu_platform.kueue import configuration as kc
 from tpu_platform.kueue.objects import MANAGED_LABELS
 
@@ -46,17 +47,17 @@ class KueueInstall(pulumi.ComponentResource):
                 metadata={"name": ns, "labels": dict(MANAGED_LABELS)},
                 opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=list(args.depends_on)),
             )
-            for ns in (kc.JOBSET_NAMESPACE, kc.KUEUE_NAMESPACE)
+            for ns in (JOBSET_NAMESPACE, KUEUE_NAMESPACE)
         }
         self.jobset = k8s.helm.v4.Chart(
             f"{name}-jobset",
             chart=kc.JOBSET_CHART,
             version=kc.JOBSET_VERSION,
             name=kc.JOBSET_RELEASE,
-            namespace=kc.JOBSET_NAMESPACE,
+            namespace=JOBSET_NAMESPACE,
             values=kc.jobset_values(cfg),
             opts=pulumi.ResourceOptions(
-                parent=self, provider=provider, depends_on=[namespaces[kc.JOBSET_NAMESPACE]]
+                parent=self, provider=provider, depends_on=[namespaces[JOBSET_NAMESPACE]]
             ),
         )
         # Kueue's JobSet integration watches JobSets: install it once JobSet's CRD and webhooks are up.
@@ -65,10 +66,10 @@ class KueueInstall(pulumi.ComponentResource):
             chart=kc.KUEUE_CHART,
             version=kc.KUEUE_VERSION,
             name=kc.KUEUE_RELEASE,
-            namespace=kc.KUEUE_NAMESPACE,
+            namespace=KUEUE_NAMESPACE,
             values=kc.kueue_values(cfg),
             opts=pulumi.ResourceOptions(
-                parent=self, provider=provider, depends_on=[namespaces[kc.KUEUE_NAMESPACE], self.jobset]
+                parent=self, provider=provider, depends_on=[namespaces[KUEUE_NAMESPACE], self.jobset]
             ),
         )
         self.ready = [self.jobset, self.kueue]

@@ -9,14 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-ACCELERATOR = "tpu-v6e-slice"
-TPU_RESOURCE = "google.com/tpu"
-MIN_GKE_VERSION = "1.31.2-gke.1115000"
+# GKE labels every TPU node with its slice shape.
+from .constants import LABEL_ACCELERATOR, LABEL_TOPOLOGY
 
-LABEL_ACCELERATOR = "cloud.google.com/gke-tpu-accelerator"
-LABEL_TOPOLOGY = "cloud.google.com/gke-tpu-topology"
-LABEL_NODEPOOL = "cloud.google.com/gke-nodepool"
-TPU_TAINT_KEY = "google.com/tpu"
+ACCELERATOR = "tpu-v6e-slice"
+MIN_GKE_VERSION = "1.31.2-gke.1115000"
 
 
 @dataclass(frozen=True, slots=True)

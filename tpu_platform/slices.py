@@ -11,11 +11,7 @@ from dataclasses import dataclass, field
 
 from . import catalog
 from .config import PlatformConfig
-
-LABEL_PREFIX = "tpu-platform.dev"
-LABEL_SLICE_GROUP = f"{LABEL_PREFIX}/slice-group"
-LABEL_TEAM = f"{LABEL_PREFIX}/team"
-LABEL_CAPACITY = f"{LABEL_PREFIX}/capacity"
+from .constants import LABEL_CAPACITY, LABEL_SLICE_GROUP, LABEL_TEAM
 
 DEFAULT_MULTI_HOST_MAX_PODS = 15
 

@@ -1,5 +1,5 @@
 """A short human summary of a stack: slices and chips by shape and by capacity source, and
-each team's guaranteed and borrowable chips (``tpu_platform.quota``)."""
+each team's guaranteed and borrowable chips (the stack's ``tpu_platform.queueplan``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .config import PlatformConfig
-from .quota import team_quotas, unassigned_slices
+from .queueplan import queue_plan
 from .slices import capacity_by_shape, expand_slices
 
 
@@ -75,6 +75,7 @@ class PlatformSummary:
 def summarize(cfg: PlatformConfig) -> PlatformSummary:
     """Totals computed from the same slice expansion the node pools use."""
     specs = expand_slices(cfg)
+    plan = queue_plan(cfg)
     by_capacity: Counter[str] = Counter()
     for spec in specs:
         by_capacity[spec.capacity] += spec.chips
@@ -95,9 +96,9 @@ def summarize(cfg: PlatformConfig) -> PlatformSummary:
             for cap in capacity_by_shape(specs)
         ],
         chips_by_capacity=dict(sorted(by_capacity.items())),
-        teams=[team.as_dict() for team in team_quotas(cfg)],
+        teams=[team.as_dict() for team in plan.team_quotas()],
         unassigned=[
             {"topology": shape.topology, "slices": slices, "chips": slices * shape.chips}
-            for shape, slices in unassigned_slices(cfg).items()
+            for shape, slices in plan.unassigned().items()
         ],
     )

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import PlatformConfig
+from ..queueplan import queue_plan
 from .objects import flavors
 
 
@@ -98,7 +99,8 @@ class QueueDirectory:
 
 
 def queue_directory(cfg: PlatformConfig) -> QueueDirectory:
-    """The linter's view of a validated stack."""
+    """The linter's view of a validated stack, read off its quota/queue plan."""
+    plan = queue_plan(cfg)
     flavor_infos = {
         f.name: FlavorInfo(
             name=f.name,
@@ -111,20 +113,20 @@ def queue_directory(cfg: PlatformConfig) -> QueueDirectory:
             slices=f.slices,
             node_labels=dict(f.node_labels),
         )
-        for f in flavors(cfg)
+        for f in flavors(cfg, plan)
     }
     queues: dict[tuple[str, str], QueueInfo] = {}
-    for team in cfg.teams:
-        quota = team.resolved_quota()
-        names = tuple(cfg.kueue.flavor_name(q.shape) for q in quota)
+    for node in plan.cluster_queues:
+        quota = node.ordered()
+        names = tuple(q.flavor for q in quota)
         topologies = tuple(q.shape.topology for q in quota)
-        for namespace, name in team.local_queue_list():
+        for namespace, name in node.local_queues:
             queues[(namespace, name)] = QueueInfo(
                 namespace=namespace,
                 name=name,
-                team=team.name,
-                cluster_queue=team.cluster_queue,
-                cohort=team.cohort_name,
+                team=node.team or node.name,
+                cluster_queue=node.name,
+                cohort=node.parent,
                 flavors=names,
                 topologies=topologies,
             )

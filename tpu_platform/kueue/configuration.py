@@ -12,8 +12,8 @@ from typing import Any
 
 import yaml
 
-from ..config import PlatformConfig
-from ..config.queues import ControllerConfig
+from ..config import ControllerConfig, PlatformConfig
+from ..constants import LABEL_NAMESPACE_NAME
 from ..slices import expand_slices
 
 KUEUE_VERSION = "0.19.2"
@@ -22,8 +22,6 @@ KUEUE_CHART = "oci://registry.k8s.io/kueue/charts/kueue"
 JOBSET_CHART = "oci://registry.k8s.io/jobset/charts/jobset"
 KUEUE_IMAGE = "registry.k8s.io/kueue/kueue"
 JOBSET_IMAGE = "registry.k8s.io/jobset/jobset"
-KUEUE_NAMESPACE = "kueue-system"
-JOBSET_NAMESPACE = "jobset-system"
 KUEUE_RELEASE = "kueue"
 JOBSET_RELEASE = "jobset"
 CONFIG_API = "config.kueue.x-k8s.io/v1beta2"
@@ -118,7 +116,7 @@ def kueue_configuration(cfg: PlatformConfig) -> dict[str, Any]:
         # Only the teams' namespaces: everything else (kube-system, the controllers) stays unmanaged.
         doc["managedJobsNamespaceSelector"] = {
             "matchExpressions": [
-                {"key": "kubernetes.io/metadata.name", "operator": "In", "values": team_namespaces(cfg)}
+                {"key": LABEL_NAMESPACE_NAME, "operator": "In", "values": team_namespaces(cfg)}
             ]
         }
     wait = kueue.wait_for_pods_ready

@@ -2,6 +2,7 @@
 
 Pure functions of a validated ``PlatformConfig``: the Pulumi components register exactly
 these dicts, the tests and the schema checks read them, and nothing here talks to a cluster.
+Flavors and every quota come from the stack's quota/queue plan (``tpu_platform.queueplan``).
 
 - one ResourceFlavor per slice shape the pools provide, whose node labels are the labels GKE
   puts on that shape's nodes (accelerator and topology), so a flavor's quota can only be
@@ -19,20 +20,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import catalog
-from ..config import PlatformConfig
-from ..config.queues import CohortConfig, NamespaceConfig, PriorityConfig, ResolvedQuota, TeamConfig
-from ..slices import LABEL_TEAM, capacity_by_shape, expand_slices
+from ..config import CohortConfig, NamespaceConfig, PlatformConfig, PriorityConfig, TeamConfig
+from ..constants import (
+    LABEL_INSTANCE_TYPE,
+    LABEL_MANAGED_BY,
+    LABEL_NAMESPACE_NAME,
+    LABEL_PART_OF,
+    LABEL_TEAM,
+    OVERCOMMIT_ANNOTATION,
+    TPU_RESOURCE,
+)
+from ..queueplan import FlavorQuota, QueuePlan, queue_plan
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 SCHEDULING_API = "scheduling.k8s.io/v1"
-LABEL_NAMESPACE_NAME = "kubernetes.io/metadata.name"
-LABEL_INSTANCE_TYPE = "node.kubernetes.io/instance-type"
-LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
-LABEL_PART_OF = "app.kubernetes.io/part-of"
 MANAGED_LABELS = {LABEL_MANAGED_BY: "tpu-platform", LABEL_PART_OF: "tpu-platform"}
-
-
-OVERCOMMIT_ANNOTATION = "tpu-platform.dev/tpu-overcommit"
 
 
 def _metadata(name: str, namespace: str | None = None, **labels: str) -> dict[str, Any]:
@@ -73,12 +75,10 @@ def flavor_node_labels(shape: catalog.SliceShape) -> dict[str, str]:
     return dict(sorted(labels.items()))
 
 
-def flavors(cfg: PlatformConfig) -> list[Flavor]:
-    """One flavor per slice shape in the pools, smallest shape first."""
-    return [
-        Flavor(cfg.kueue.flavor_name(cap.shape), cap.shape, cap.slices, flavor_node_labels(cap.shape))
-        for cap in capacity_by_shape(expand_slices(cfg))
-    ]
+def flavors(cfg: PlatformConfig, plan: QueuePlan | None = None) -> list[Flavor]:
+    """One flavor per slice shape in the pools, smallest shape first (the plan's flavors)."""
+    plan = plan or queue_plan(cfg)
+    return [Flavor(f.name, f.shape, f.slices, flavor_node_labels(f.shape)) for f in plan.flavors]
 
 
 def resource_flavor(flavor: Flavor) -> dict[str, Any]:
@@ -93,26 +93,23 @@ def resource_flavor(flavor: Flavor) -> dict[str, Any]:
 # --------------------------------------------------------------------------- quota
 
 
-def _resource_quota(quota: ResolvedQuota) -> dict[str, Any]:
-    chips = quota.shape.chips
-    entry: dict[str, Any] = {"name": catalog.TPU_RESOURCE, "nominalQuota": quota.nominal * chips}
-    if quota.borrowing_limit is not None:
-        entry["borrowingLimit"] = quota.borrowing_limit * chips
-    if quota.lending_limit is not None:
-        entry["lendingLimit"] = quota.lending_limit * chips
+def _resource_quota(quota: FlavorQuota) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": TPU_RESOURCE, "nominalQuota": quota.nominal_chips}
+    if quota.borrowing_limit_chips is not None:
+        entry["borrowingLimit"] = quota.borrowing_limit_chips
+    if quota.lending_limit_chips is not None:
+        entry["lendingLimit"] = quota.lending_limit_chips
     return entry
 
 
-def resource_groups(cfg: PlatformConfig, quotas: list[ResolvedQuota]) -> list[dict[str, Any]]:
+def resource_groups(quotas: list[FlavorQuota]) -> list[dict[str, Any]]:
     """One group covering google.com/tpu, one flavor per shape, quantities in chips."""
     if not quotas:
         return []
     return [
         {
-            "coveredResources": [catalog.TPU_RESOURCE],
-            "flavors": [
-                {"name": cfg.kueue.flavor_name(q.shape), "resources": [_resource_quota(q)]} for q in quotas
-            ],
+            "coveredResources": [TPU_RESOURCE],
+            "flavors": [{"name": q.flavor, "resources": [_resource_quota(q)]} for q in quotas],
         }
     ]
 
@@ -120,15 +117,14 @@ def resource_groups(cfg: PlatformConfig, quotas: list[ResolvedQuota]) -> list[di
 # --------------------------------------------------------------------------- cohorts, queues, namespaces
 
 
-def cohort(cfg: PlatformConfig, config: CohortConfig) -> dict[str, Any]:
+def cohort(cfg: PlatformConfig, config: CohortConfig, plan: QueuePlan | None = None) -> dict[str, Any]:
+    plan = plan or queue_plan(cfg)
     spec: dict[str, Any] = {}
     if config.parent_name is not None:
         spec["parentName"] = config.parent_name
     if config.fair_sharing_weight is not None:
         spec["fairSharing"] = {"weight": _quantity(config.fair_sharing_weight)}
-    order = {shape: i for i, shape in enumerate(catalog.all_shapes())}
-    quotas = sorted((q.resolve() for q in config.quota), key=lambda rq: order[rq.shape])
-    groups = resource_groups(cfg, quotas)
+    groups = resource_groups(plan.tree.cohorts[config.name].ordered())
     if groups:
         spec["resourceGroups"] = groups
     return {"apiVersion": KUEUE_API, "kind": "Cohort", "metadata": _metadata(config.name), "spec": spec}
@@ -143,7 +139,8 @@ def namespace_selector(namespaces: list[str]) -> dict[str, Any]:
     }
 
 
-def cluster_queue(cfg: PlatformConfig, team: TeamConfig) -> dict[str, Any]:
+def cluster_queue(cfg: PlatformConfig, team: TeamConfig, plan: QueuePlan | None = None) -> dict[str, Any]:
+    plan = plan or queue_plan(cfg)
     preemption: dict[str, Any] = {
         "withinClusterQueue": team.preemption.within_cluster_queue,
         "reclaimWithinCohort": team.preemption.reclaim_within_cohort,
@@ -166,7 +163,7 @@ def cluster_queue(cfg: PlatformConfig, team: TeamConfig) -> dict[str, Any]:
         spec["fairSharing"] = {"weight": _quantity(team.fair_sharing_weight)}
     if team.stop_policy is not None:
         spec["stopPolicy"] = team.stop_policy
-    spec["resourceGroups"] = resource_groups(cfg, team.resolved_quota())
+    spec["resourceGroups"] = resource_groups(plan.queue_of(team.name).ordered())
     metadata = _metadata(team.cluster_queue, **{LABEL_TEAM: team.name})
     if cfg.kueue.allow_overcommit:
         # Declares the overcommit to the policy pack, which otherwise holds quotas to capacity.
@@ -250,12 +247,13 @@ class QueueObjects:
 
 def queue_objects(cfg: PlatformConfig) -> QueueObjects:
     """Namespaces, ResourceFlavors, Cohorts, ClusterQueues and LocalQueues of a validated stack."""
+    plan = queue_plan(cfg)
     namespaces = [namespace(team, ns) for team in cfg.teams for ns in team.namespace_list() if ns.created]
     return QueueObjects(
         namespaces=namespaces,
-        resource_flavors=[resource_flavor(f) for f in flavors(cfg)],
-        cohorts=[cohort(cfg, c) for c in cfg.cohorts],
-        cluster_queues={team.name: cluster_queue(cfg, team) for team in cfg.teams},
+        resource_flavors=[resource_flavor(f) for f in flavors(cfg, plan)],
+        cohorts=[cohort(cfg, c, plan) for c in cfg.cohorts],
+        cluster_queues={team.name: cluster_queue(cfg, team, plan) for team in cfg.teams},
         local_queues=[
             LocalQueueObject(team.name, ns, name, local_queue(team, ns, name))
             for team in cfg.teams

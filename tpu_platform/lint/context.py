@@ -18,8 +18,9 @@ from pydantic.alias_generators import to_camel
 
 from .. import catalog
 from ..catalog import SliceShape
+from ..constants import HOTSWAP_OPT_IN_LABEL, HOTSWAP_OPT_IN_VALUE
 
-HOTSWAP_LABEL = ("tpu-platform.dev/hotswap", "enabled")
+HOTSWAP_LABEL = (HOTSWAP_OPT_IN_LABEL, HOTSWAP_OPT_IN_VALUE)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..catalog import LABEL_ACCELERATOR, LABEL_TOPOLOGY, TPU_RESOURCE
+from ..constants import LABEL_ACCELERATOR, LABEL_TOPOLOGY, TPU_RESOURCE
 from ..schema.structural import join
 
 JOBSET_API_GROUP = "jobset.x-k8s.io"

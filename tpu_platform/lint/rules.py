@@ -11,15 +11,21 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 
 from .. import catalog
-from ..catalog import ACCELERATOR, LABEL_ACCELERATOR, LABEL_NODEPOOL, LABEL_TOPOLOGY, TPU_RESOURCE, SliceShape
+from ..catalog import ACCELERATOR, SliceShape
+from ..constants import (
+    LABEL_ACCELERATOR,
+    LABEL_NODEPOOL,
+    LABEL_TOPOLOGY,
+    PRIORITY_LABEL,
+    QUEUE_LABEL,
+    TPU_RESOURCE,
+)
 from ..schema.structural import join
 from .context import LintContext, QueueTarget
 from .findings import RULES, Finding, Severity
 from .jobset import JobSetView, ReplicatedJob, as_dict, as_list, whole_number
 
 KUEUE_PREFIX = "kueue.x-k8s.io/"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 EXCLUSIVE_TOPOLOGY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 DISRUPTION_TARGET = "DisruptionTarget"
 POD_FAILURE_POLICY_REASON = "PodFailurePolicy"

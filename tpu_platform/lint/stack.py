@@ -5,28 +5,31 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..config import PlatformConfig
+from ..constants import TPU_RESOURCE
 from ..kueue import queue_directory
-from ..quota import team_quotas
-from ..slices import capacity_by_shape, expand_slices
+from ..queueplan import queue_plan
 from .context import LintContext, context_from_queue_directory
 
-TPU_ONLY = frozenset({"google.com/tpu"})
+TPU_ONLY = frozenset({TPU_RESOURCE})
 
 
 def context_from_stack(cfg: PlatformConfig) -> LintContext:
     """Everything the rules check a JobSet against, as the stack will deploy it.
 
-    Quotas are the ClusterQueues' nominal chips per flavor. Covered resources are known only
-    under ``BlockUndeclared``, where Kueue refuses workloads asking for anything but TPU chips.
+    Quotas are the ClusterQueues' nominal chips per flavor and the slices are the pools' real
+    capacity, both from the stack's quota/queue plan. Covered resources are known only under
+    ``BlockUndeclared``, where Kueue refuses workloads asking for anything but TPU chips.
     """
-    slices = {capacity.shape: capacity.slices for capacity in capacity_by_shape(expand_slices(cfg))}
+    plan = queue_plan(cfg)
     base = context_from_queue_directory(
-        queue_directory(cfg), slices, manage_jobs_without_queue_name=cfg.kueue.manage_jobs_without_queue_name
+        queue_directory(cfg),
+        plan.capacity(),
+        manage_jobs_without_queue_name=cfg.kueue.manage_jobs_without_queue_name,
     )
     nominal = {
-        (team.cluster_queue, flavor.flavor): flavor.guaranteed_chips
-        for team in team_quotas(cfg)
-        for flavor in team.flavors
+        (node.name, quota.flavor): quota.nominal_chips
+        for node in plan.cluster_queues
+        for quota in node.quotas
     }
     covered = TPU_ONLY if cfg.kueue.quota_check_strategy == "BlockUndeclared" else None
     queues = {

@@ -9,11 +9,21 @@ policy pack on a real preview and offline over a rendered plan.
 from __future__ import annotations
 
 import re
-from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..constants import (
+    LABEL_ACCELERATOR,
+    LABEL_APP_NAME,
+    LABEL_INSTANCE_TYPE,
+    LABEL_NODEPOOL,
+    LABEL_SPOT,
+    LABEL_TOPOLOGY,
+    OVERCOMMIT_ANNOTATION,
+    TPU_RESOURCE,
+)
+from ..queueplan import Claims
 from .resources import Resource, Stack, Violation, as_list, dig, is_unknown, urn_types
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
@@ -36,20 +46,13 @@ INSTALL_TYPES = frozenset(
     }
 )
 
-TPU_RESOURCE = "google.com/tpu"
-OVERCOMMIT_ANNOTATION = "tpu-platform.dev/tpu-overcommit"
-NAME_LABEL = "app.kubernetes.io/name"
+NAME_LABEL = LABEL_APP_NAME
 DEFAULT_CONTROLLER_NAME = "hotswap-controller"
 DEFAULT_THIRD_PARTY_CHARTS = ("kueue", "jobset")
 # A memory limit keeps a leaking controller from starving the node; no CPU limit by default,
 # so recovery bursts are not throttled (add "cpu" through requiredLimits to demand one).
 DEFAULT_REQUIRED_LIMITS = ("memory",)
 
-LABEL_NODEPOOL = "cloud.google.com/gke-nodepool"
-LABEL_ACCELERATOR = "cloud.google.com/gke-tpu-accelerator"
-LABEL_TOPOLOGY = "cloud.google.com/gke-tpu-topology"
-LABEL_SPOT = "cloud.google.com/gke-spot"
-LABEL_INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 
 # ct6e-standard-4t, ct5lp-hightpu-8t, ...: the trailing number is the chips per VM.
 TPU_MACHINE_RE = re.compile(r"^(ct[0-9][a-z0-9]*)-[a-z]+-([0-9]+)t$")
@@ -260,15 +263,13 @@ def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
-@dataclass
-class _FlavorQuota:
-    total: float = 0.0
-    queues: list[tuple[Resource, float]] = field(default_factory=list)
+def _tpu_quotas(stack: Stack) -> tuple[Claims[str, Resource], list[Violation]]:
+    """Nominal ``google.com/tpu`` quota per flavor name, from ClusterQueues and Cohorts.
 
-
-def _tpu_quotas(stack: Stack) -> tuple[dict[str, _FlavorQuota], list[Violation]]:
-    """Nominal ``google.com/tpu`` quota per flavor, from ClusterQueues and Cohorts."""
-    quotas: dict[str, _FlavorQuota] = defaultdict(_FlavorQuota)
+    Added up as the stack's own capacity check adds its slices (``tpu_platform.queueplan``);
+    here the owners are resources and the amounts chips, as a preview shows them.
+    """
+    quotas: Claims[str, Resource] = Claims()
     problems: list[Violation] = []
     for queue in stack:
         if kueue_kind(queue) not in ("ClusterQueue", "Cohort"):
@@ -296,9 +297,7 @@ def _tpu_quotas(stack: Stack) -> tuple[dict[str, _FlavorQuota], list[Violation]]
                             )
                         )
                         continue
-                    entry = quotas[str(flavor_name)]
-                    entry.total += amount
-                    entry.queues.append((queue, amount))
+                    quotas.add(str(flavor_name), queue, amount)
     return quotas, problems
 
 
@@ -319,10 +318,11 @@ def check_tpu_quota(stack: Stack, config: Config) -> list[Violation]:
         and not is_unknown(name)
     }
     pools = [p for p in stack.of_type(NODE_POOL) if is_tpu_pool(p)]
-    for flavor_name, quota in sorted(quotas.items()):
+    for flavor_name in sorted(quotas.flavors()):
         if flavor_name in allowed:
             continue
-        ordered = sorted(quota.queues, key=lambda entry: str(entry[0].display))
+        total = quotas.total(flavor_name)
+        ordered = sorted(quotas.owners(flavor_name), key=lambda entry: str(entry[0].display))
         queues = ", ".join(f"{q.display} ({_number(amount)})" for q, amount in ordered)
         flavor = flavors.get(flavor_name)
         if flavor is None:
@@ -344,13 +344,13 @@ def check_tpu_quota(stack: Stack, config: Config) -> list[Violation]:
         if any(c is None for c in chips):
             continue
         capacity = sum(c for c in chips if c is not None)
-        if quota.total <= capacity:
+        if total <= capacity:
             continue
         names = ", ".join(sorted(str(pool_name(p)) for p in matched)) or "none"
         violations.append(
             Violation(
                 "tpu-quota-within-capacity",
-                f"flavor {flavor_name!r}: nominal {TPU_RESOURCE} quota {_number(quota.total)} ({queues}) "
+                f"flavor {flavor_name!r}: nominal {TPU_RESOURCE} quota {_number(total)} ({queues}) "
                 f"exceeds the {capacity} chips of the TPU node pools it selects ({names}); Kueue would "
                 "admit work that can never be scheduled. Lower nominalQuota, add slices, or declare the "
                 f'overcommit: annotate the ClusterQueue {OVERCOMMIT_ANNOTATION}: "true" or list the '
