@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import difflib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from .config import StackConfigError
 from .plan import dump_plan, list_stacks, load_stack_config, parse_stack_config, plan_document, render
+from .plan.review import check_plan
 from .plan.stacks import PLANS_DIR, REPO_ROOT, STACKS_DIR, stack_file
 from .summary import summarize
 
@@ -42,13 +42,8 @@ def _cmd_plan(args: argparse.Namespace) -> int:
             current = target.read_text() if target.exists() else ""
             if current != text:
                 stale.append(stack)
-                diff = difflib.unified_diff(
-                    current.splitlines(keepends=True),
-                    text.splitlines(keepends=True),
-                    fromfile=f"{target} (committed)",
-                    tofile=f"{target} (rendered)",
-                )
-                sys.stdout.writelines(list(diff)[:200])
+                config = load_stack_config(stack_file(stack, args.stacks_dir))
+                sys.stdout.write(check_plan(stack, current, text, config)[0])
             continue
         plans_dir.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
