@@ -161,11 +161,8 @@ def classify(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> Ch
     res = _entry_resource(entry)
     tpu_slice = is_tpu_pool(res) or (old is not None and is_tpu_pool(_entry_resource(old)))
     pool = str((entry.get("inputs") or {}).get("name") or entry.get("name")) if tpu_slice else ""
-    base = {"type": res.type, "name": res.name, "tpu_slice": tpu_slice, "pool_name": pool}
-    if old is None:
-        return Change("create", **base)
-    if new is None:
-        return Change("delete", **base)
+    if old is None or new is None:
+        return Change("create" if old is None else "delete", res.type, res.name, (), tpu_slice, pool)
     fields: list[FieldChange] = []
     if old.get("parent") != new.get("parent"):
         fields.append(
@@ -192,7 +189,7 @@ def classify(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> Ch
     if not fields:
         return None
     action: Action = "replace" if any(f.replaces for f in fields) else "update"
-    return Change(action, fields=tuple(fields), **base)
+    return Change(action, res.type, res.name, tuple(fields), tpu_slice, pool)
 
 
 def _keyed(plan: Mapping[str, Any] | None) -> dict[tuple[str, str], Mapping[str, Any]]:
