@@ -46,7 +46,8 @@ def api_group(obj: Mapping[str, Any]) -> str:
 
 
 def is_kueue(obj: Mapping[str, Any]) -> bool:
-    return api_group(obj) == KUEUE_GROUP and obj.get("kind") in KUEUE_KINDS
+    kind = obj.get("kind")
+    return api_group(obj) == KUEUE_GROUP and isinstance(kind, str) and kind in KUEUE_KINDS
 
 
 def is_priority_class(obj: Mapping[str, Any]) -> bool:

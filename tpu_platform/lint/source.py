@@ -176,24 +176,36 @@ def decode(data: bytes) -> str:
         ) from err
 
 
+def _load(loader: yaml.SafeLoader, documents: list[Document]) -> None:
+    index = 0
+    while loader.check_node():
+        node = loader.get_node()
+        if node is None:
+            break
+        value = loader.construct_document(node)
+        if value is not None:
+            problems: list[tuple[str, str]] = []
+            normal = _normalize(value, "", problems, _Budget())
+            doc = Document(index, normal, _mark(node), problems=problems)
+            _walk(node, "", doc, set())
+            documents.append(doc)
+        index += 1
+
+
 def parse(text: str) -> list[Document]:
     """Every non-empty document of a YAML stream, with positions; ``SourceProblem`` for invalid YAML."""
     documents: list[Document] = []
-    loader = yaml.SafeLoader(text)
     try:
-        index = 0
-        while loader.check_node():
-            node = loader.get_node()
-            if node is None:
-                break
-            value = loader.construct_document(node)
-            if value is not None:
-                problems: list[tuple[str, str]] = []
-                normal = _normalize(value, "", problems, _Budget())
-                doc = Document(index, normal, _mark(node), problems=problems)
-                _walk(node, "", doc, set())
-                documents.append(doc)
-            index += 1
+        loader = yaml.SafeLoader(text)
+    except yaml.reader.ReaderError as err:
+        raise SourceProblem(
+            "input-binary",
+            f"character #x{err.character:04x} at offset {err.position} is not allowed in YAML: not a manifest",
+            "remove control characters; pass the YAML manifest itself",
+            Position(text[: err.position].count("\n") + 1, 1),
+        ) from err
+    try:
+        _load(loader, documents)
     except SourceProblem:
         raise
     except yaml.MarkedYAMLError as err:
