@@ -200,7 +200,7 @@ def parse(text: str) -> list[Document]:
     except yaml.reader.ReaderError as err:
         raise SourceProblem(
             "input-binary",
-            f"character #x{err.character:04x} at offset {err.position} is not allowed in YAML: not a manifest",
+            f"character #x{err.character:04x} at offset {err.position} is not allowed in YAML",
             "remove control characters; pass the YAML manifest itself",
             Position(text[: err.position].count("\n") + 1, 1),
         ) from err
