@@ -157,7 +157,7 @@ def test_cluster_queue_without_namespace_selector_admits_nothing(ctx: LintContex
 
 
 def test_local_queue_and_flavor_references_must_exist(ctx: LintContext) -> None:
-    local = {
+    local: dict[str, Any] = {
         "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "LocalQueue",
         "metadata": {"name": "q", "namespace": "default"},
