@@ -84,3 +84,20 @@ def test_forks_still_get_the_offline_plan() -> None:
     assert "./dev plan --all --check" in runs
     assert "tpu_platform.policy.offline" in runs
     assert "GITHUB_STEP_SUMMARY" in runs
+
+
+def test_ci_uploads_the_linters_sarif() -> None:
+    job = workflow("ci.yml")["jobs"]["test"]
+    lint = next(s for s in job["steps"] if "--format sarif" in s.get("run", ""))
+    (upload,) = steps_using(job, "github/codeql-action/upload-sarif")
+    assert upload["with"]["sarif_file"] in lint["run"]
+    assert job["steps"].index(lint) < job["steps"].index(upload)
+    assert workflow("ci.yml")["permissions"]["security-events"] == "write"
+
+
+def test_the_offline_plan_job_reviews_changes_against_the_base_branch() -> None:
+    job = workflow("preview.yml")["jobs"]["offline-plan"]
+    review = next(s for s in job["steps"] if s.get("id") == "review")
+    assert "tpu_platform.plan.review" in review["run"] and "$BASE" in review["run"]
+    summary = next(s for s in job["steps"] if "GITHUB_STEP_SUMMARY" in s.get("run", ""))
+    assert "review.txt" in summary["run"]
