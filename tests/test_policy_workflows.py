@@ -101,3 +101,12 @@ def test_the_offline_plan_job_reviews_changes_against_the_base_branch() -> None:
     assert "tpu_platform.plan.review" in review["run"] and "$BASE" in review["run"]
     summary = next(s for s in job["steps"] if "GITHUB_STEP_SUMMARY" in s.get("run", ""))
     assert "review.txt" in summary["run"]
+
+
+def test_the_real_preview_gives_the_replacement_policy_its_baseline() -> None:
+    job = workflow("preview.yml")["jobs"]["preview"]
+    baseline = next(s for s in job["steps"] if "baselinePlan" in s.get("run", ""))
+    assert "$BASE:plans/$STACK.yaml" in baseline["run"]
+    (pulumi,) = steps_using(job, "pulumi/actions")
+    assert pulumi["with"]["policyPackConfigs"].endswith("policy-config.json")
+    assert job["steps"].index(baseline) < job["steps"].index(pulumi)

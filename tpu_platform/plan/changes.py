@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal
 
+from ..policy.pools import is_tpu_pool
 from ..policy.resources import Resource
-from ..policy.rules import is_tpu_pool
 from .force_new import load
 
 Action = Literal["create", "update", "replace", "delete"]
