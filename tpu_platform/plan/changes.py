@@ -67,6 +67,7 @@ class Review:
     changes: tuple[Change, ...] = ()
     unchanged: int = 0
     acknowledged: frozenset[str] = field(default_factory=frozenset)
+    installs: tuple[FieldChange, ...] = ()
 
     def by_action(self, action: Action) -> list[Change]:
         return [c for c in self.changes if c.action == action]
@@ -217,4 +218,10 @@ def review(
         else:
             changes.append(change)
     changes.sort(key=lambda c: (_ORDER[c.action], c.type, c.name))
-    return Review(stack, tuple(changes), unchanged, frozenset(acknowledged))
+    installs = tuple(
+        FieldChange(f"installs.{path}", a, b)
+        for path, a, b in changed_paths(
+            (old_plan or {}).get("installs") or {}, (new_plan or {}).get("installs") or {}
+        )
+    )
+    return Review(stack, tuple(changes), unchanged, frozenset(acknowledged), installs)

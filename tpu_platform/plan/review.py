@@ -57,6 +57,11 @@ def format_review(result: Review) -> str:
             out.append(
                 f"!!   to go ahead on purpose, list the pools under {ACK_KEY} in the stack file: [{names}]"
             )
+    if result.installs:
+        out.append(
+            "chart installs change (what Kueue and JobSet create: tpu_platform/plan/data/installs.yaml):"
+        )
+        out += [f"  {f.path}: {_value(f.old)} -> {_value(f.new)}" for f in result.installs]
     counts = ", ".join(f"{len(result.by_action(a))} {a}" for a in ("create", "update", "replace", "delete"))
     out.append(f"{counts}, {result.unchanged} unchanged")
     for change in result.changes:
