@@ -1,7 +1,8 @@
 """Lint JobSet manifests before they are submitted to a Kueue + JobSet + hotswap cluster.
 
-``lint_jobset`` and ``lint_documents`` take a ``LintContext`` (queues, priorities, TPU
-capacity); ``load_context`` reads one from a YAML/JSON file. Rule ids are in ``RULES``.
+``lint_jobset``, ``lint_documents`` and ``lint_files`` (several files as one run) take a
+``LintContext`` (queues, priorities, TPU capacity); ``load_context`` reads one from a YAML/JSON
+file. Rule ids are in ``RULES``.
 """
 
 from .context import (
@@ -15,7 +16,7 @@ from .context import (
     load_context,
 )
 from .findings import RULES, Finding, Rule, Severity
-from .linter import lint_documents, lint_jobset
+from .linter import lint_documents, lint_files, lint_jobset
 
 __all__ = [
     "HOTSWAP_LABEL",
@@ -30,6 +31,7 @@ __all__ = [
     "context_from_data",
     "context_from_queue_directory",
     "lint_documents",
+    "lint_files",
     "lint_jobset",
     "load_context",
 ]
