@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tpu_platform.cli import main
 from tpu_platform.plan.changes import classify, replacement_paths, review
@@ -187,3 +189,25 @@ def test_plan_check_exits_non_zero_and_prints_the_replaced_pool(
     assert status == 1
     assert "!! TPU SLICES REPLACED OR DELETED" in out
     assert "REPLACE node pool dev-4x4-0" in out and "nodeLocations" in out
+
+
+_json = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=6)),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=15,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_json, _json, st.sampled_from(["gcp:container/nodePool:NodePool", "kubernetes:batch/v1:Job", "x:y:Z"]))
+def test_classify_any_inputs(old_inputs: Any, new_inputs: Any, type_: str) -> None:
+    """Hostile plan entries never crash the review; equal entries are unchanged."""
+    old = {"type": type_, "name": "r", "inputs": old_inputs}
+    new = {"type": type_, "name": "r", "inputs": new_inputs}
+    change = classify(old, new)
+    if old_inputs == new_inputs or (not old_inputs and not new_inputs):
+        assert change is None
+    elif change is not None:
+        assert change.action in ("update", "replace") and change.fields
+    assert classify(old, copy.deepcopy(old)) is None
+    format_review(review("s", {"resources": [old]}, {"resources": [new]}))

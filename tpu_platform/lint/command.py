@@ -68,7 +68,8 @@ def read_input(path: Path, stdin: BinaryIO | None = None) -> bytes:
 
 
 def _where(source: str, f: Finding) -> str:
-    return f"{source or '<stdin>'}:{f.line}:{f.column}" if f.line else (source or "<stdin>")
+    name = "<stdin>" if source in ("", "-") else source
+    return f"{name}:{f.line}:{f.column}" if f.line else name
 
 
 def _text(results: list[tuple[str, list[Finding]]], out: TextIO) -> None:
@@ -81,7 +82,7 @@ def _text(results: list[tuple[str, list[Finding]]], out: TextIO) -> None:
             if (f.document, f.name) != current:
                 current = (f.document, f.name)
                 label = f" {f.kind} {f.name}" if f.name else (f" {f.kind}" if f.kind else "")
-                print(f"{source} #{f.document}{label}", file=out)
+                print(f"{source} #{f.document}{label}" if label else source, file=out)
             print(f"  {f.severity:<7} {f.rule}  {f.path}".rstrip(), file=out)
             print(f"          at {_where(source, f)}: {f.message}", file=out)
             if f.fix:
