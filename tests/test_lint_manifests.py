@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tpu_platform.cli import main
-from tpu_platform.lint import Finding, LintContext, lint_documents, load_context
+from tpu_platform.lint import Finding, LintContext, lint_documents, lint_jobset, load_context
 from tpu_platform.lint.findings import RULES
 from tpu_platform.lint.linter import INPUT_RULES, lint_files
 from tpu_platform.lint.sarif import to_sarif
@@ -422,3 +422,26 @@ def test_fuzz_mutated_examples(which: int, data: st.DataObject) -> None:
     target[path[-1]] = data.draw(_values)
     ctx = load_context(EXAMPLES / "seed-context.yaml")
     _check(lint_documents(yaml.safe_dump(doc), ctx, check_schema=crds_available()))
+
+
+_raw_keys = st.one_of(_keys, st.none(), st.integers(), st.booleans())
+_raw = st.recursive(
+    _scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_raw_keys, inner, max_size=5),
+    max_leaves=25,
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(range(len(_SEEDS))), st.data())
+def test_fuzz_lint_jobset_with_raw_python_values(which: int, data: st.DataObject) -> None:
+    """The Python API takes dicts nobody parsed: non-string keys and huge numbers included."""
+    doc = copy.deepcopy(_SEEDS[which])
+    for _ in range(data.draw(st.integers(1, 3))):
+        path = data.draw(st.sampled_from(_paths(doc)[1:]))
+        target = doc
+        for step in path[:-1]:
+            target = target[step]
+        target[path[-1]] = data.draw(_raw)
+    ctx = load_context(EXAMPLES / "seed-context.yaml")
+    _check(lint_jobset(doc, ctx, check_schema=crds_available()))

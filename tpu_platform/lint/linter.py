@@ -19,7 +19,7 @@ from .findings import SEVERITY_ORDER, Finding
 from .jobset import JobSetView, is_jobset
 from .objects import RunIndex, is_kueue, is_priority_class, kueue_rules, name_of, schema_finding
 from .rules import run_rules
-from .source import Document, SourceProblem, decode, parse
+from .source import Document, SourceProblem, decode, normalize, parse
 from .together import Submitted, together_rules
 
 # Findings about the input as a whole: the command exits 2 on them.
@@ -45,6 +45,34 @@ def schema_findings(manifest: dict[str, Any], validator: SchemaValidator | None 
     return [schema_finding(issue, is_jobset(manifest), kind) for issue in issues]
 
 
+def _value_findings(problems: list[tuple[str, str]]) -> list[Finding]:
+    return [
+        Finding(
+            "yaml-value",
+            "error",
+            path,
+            f"{message}: the API server cannot decode this object",
+            "fix the value",
+        )
+        for path, message in problems
+    ]
+
+
+def _jobset_findings(
+    manifest: dict[str, Any],
+    ctx: LintContext,
+    *,
+    check_schema: bool,
+    validator: SchemaValidator | None,
+    document: int,
+) -> list[Finding]:
+    js = JobSetView(manifest, ctx.default_namespace)
+    found = schema_findings(manifest, validator) if check_schema else []
+    found += jobset_counts(manifest)
+    found += run_rules(js, ctx)
+    return _ordered([replace(f, document=document, name=js.name, kind="JobSet") for f in found])
+
+
 def lint_jobset(
     manifest: dict[str, Any],
     ctx: LintContext,
@@ -53,12 +81,19 @@ def lint_jobset(
     validator: SchemaValidator | None = None,
     document: int = 0,
 ) -> list[Finding]:
-    """What would make Kueue ignore the JobSet, never admit it, or leave hotswap unable to help it."""
-    js = JobSetView(manifest, ctx.default_namespace)
-    found = schema_findings(manifest, validator) if check_schema else []
-    found += jobset_counts(manifest)
-    found += run_rules(js, ctx)
-    return _ordered([replace(f, document=document, name=js.name, kind="JobSet") for f in found])
+    """What would make Kueue ignore the JobSet, never admit it, or leave hotswap unable to help it.
+
+    The manifest is first made JSON-like (string keys); values the API server cannot decode are
+    ``yaml-value`` findings, and the schema check is skipped for such a manifest.
+    """
+    value, problems = normalize(manifest)
+    if not isinstance(value, dict):
+        return _value_findings(problems)
+    found = _value_findings(problems)
+    found += _jobset_findings(
+        value, ctx, check_schema=check_schema and not problems, validator=validator, document=document
+    )
+    return _ordered([replace(f, document=document, name=f.name, kind="JobSet") for f in found])
 
 
 @dataclass
@@ -111,20 +146,13 @@ def _document_findings(
                 doc.index,
             )
         ]
-    found = [
-        Finding(
-            "yaml-value",
-            "error",
-            path,
-            f"{message}: the API server cannot decode this object",
-            "fix the value",
-        )
-        for path, message in doc.problems
-    ]
+    found = _value_findings(doc.problems)
     # An object the API server cannot decode has no schema to check; say so once, above.
     schema = check_schema and not doc.problems
     if is_jobset(value):
-        return found + lint_jobset(value, ctx, check_schema=schema, validator=validator, document=doc.index)
+        return found + _jobset_findings(
+            value, ctx, check_schema=schema, validator=validator, document=doc.index
+        )
     kind = str(value["kind"])
     if schema:
         found += schema_findings(value, validator)

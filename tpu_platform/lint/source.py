@@ -152,6 +152,15 @@ def _normalize(
     return value
 
 
+def normalize(value: Any) -> tuple[Any, list[tuple[str, str]]]:
+    """A parsed manifest as JSON-like data, and (path, problem) for what the API server cannot decode."""
+    problems: list[tuple[str, str]] = []
+    try:
+        return _normalize(value, "", problems, _Budget()), problems
+    except SourceProblem as err:
+        return None, [("", err.message)]
+
+
 def decode(data: bytes) -> str:
     """UTF-8 text of a manifest, or a ``SourceProblem`` for empty or binary input."""
     if not data.strip():
