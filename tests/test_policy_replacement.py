@@ -10,6 +10,7 @@ import copy
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from pulumi_policy import PolicyResource, PolicyResourceOptions, StackValidationArgs, StackValidationPolicy
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, unknown_checking_proxy
@@ -113,3 +114,19 @@ def test_the_pack_reads_the_baseline_plan_and_the_stack_acknowledgement(tmp_path
     settings = prepare({"baselinePlan": str(PLAN_PATH), "acknowledgeReplacement": ["prod-4x4-1"]}, stack_file)
     assert settings["acknowledgeReplacement"] == ["prod-4x4-1", "prod-4x4-0"]
     assert to_plain(UNKNOWN_STRING_VALUE) is not None
+
+
+def test_the_offline_runner_checks_replacements_against_a_baseline(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tpu_platform.policy import offline
+
+    baseline = tmp_path / "plans"
+    baseline.mkdir()
+    text = PLAN_PATH.read_text().replace("- tpu-v6e-prod-8x8\n", "- tpu-v6e-prod-8x8-old\n")
+    (baseline / "prod.yaml").write_text(text)
+    assert offline.main(["prod", "--baseline", str(baseline)]) == 1
+    out = capsys.readouterr().out
+    assert "stack prod: 4 violations" in out and "prod-8x8-0" in out
+    (baseline / "prod.yaml").write_text(PLAN_PATH.read_text())
+    assert offline.main(["prod", "--baseline", str(baseline)]) == 0

@@ -98,7 +98,11 @@ def test_ci_uploads_the_linters_sarif() -> None:
 def test_the_offline_plan_job_reviews_changes_against_the_base_branch() -> None:
     job = workflow("preview.yml")["jobs"]["offline-plan"]
     review = next(s for s in job["steps"] if s.get("id") == "review")
-    assert "tpu_platform.plan.review" in review["run"] and "$BASE" in review["run"]
+    assert "tpu_platform.plan.review" in review["run"] and "base/plans" in review["run"]
+    base = next(s for s in job["steps"] if 'git archive "$BASE" plans' in s.get("run", ""))
+    policy = next(s for s in job["steps"] if "tpu_platform.policy.offline" in s.get("run", ""))
+    assert "--baseline" in policy["run"]
+    assert job["steps"].index(base) < job["steps"].index(policy) < job["steps"].index(review)
     summary = next(s for s in job["steps"] if "GITHUB_STEP_SUMMARY" in s.get("run", ""))
     assert "review.txt" in summary["run"]
 

@@ -7,12 +7,15 @@ catch the same violations a real ``pulumi preview --policy-pack policy`` would.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
-from .resources import Resource, Violation
-from .rules import evaluate
+from . import replacement
+from .resources import Resource, Stack, Violation
+from .rules import evaluate, rule_config
 
 
 class Recorded(Protocol):
@@ -59,19 +62,41 @@ def check_rendering(rendering: HasResources, config: Mapping[str, Any] | None = 
     return check_resources(rendering.resources, config)
 
 
+def check_replacement(
+    rendering: HasResources, baseline_plan: Path, stack_file: Path | None
+) -> list[Violation]:
+    """``tpu-pool-replacement`` over a rendering, against the plan of what is deployed."""
+    settings = replacement.prepare(
+        rule_config(replacement.RULE, {replacement.NAME: {"baselinePlan": str(baseline_plan)}}), stack_file
+    )
+    stack = Stack(from_recorded(r) for r in rendering.resources)
+    return replacement.check_tpu_pool_replacement(stack, settings)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m tpu_platform.policy.offline [stack...]``: every stack's plan, checked.
+    """``python -m tpu_platform.policy.offline [stack...] [--baseline DIR]``: every stack's plan, checked.
 
     Renders each stack of this repository under Pulumi's mocks (no credentials needed, so it
-    also runs for pull requests from forks) and exits 1 on any violation.
+    also runs for pull requests from forks) and exits 1 on any violation. With ``--baseline``
+    (a folder of deployed plans, e.g. the base branch's ``plans/``) ``tpu-pool-replacement`` runs too.
     """
     from tpu_platform.components.program import stack_program
     from tpu_platform.plan import list_stacks, load_stack_config, render, stack_file
 
-    stacks = list(argv) if argv else list_stacks()
+    parser = argparse.ArgumentParser(prog="python -m tpu_platform.policy.offline")
+    parser.add_argument("stacks", nargs="*")
+    parser.add_argument(
+        "--baseline", type=Path, default=None, help="folder of the deployed plans/<stack>.yaml"
+    )
+    args = parser.parse_args(list(argv) if argv is not None else None)
+    stacks = args.stacks or list_stacks()
     failed = 0
     for stack in stacks:
-        violations = check_rendering(render(stack_program, load_stack_config(stack_file(stack)), stack=stack))
+        rendering = render(stack_program, load_stack_config(stack_file(stack)), stack=stack)
+        violations = check_rendering(rendering)
+        baseline = args.baseline / f"{stack}.yaml" if args.baseline else None
+        if baseline is not None and baseline.is_file():
+            violations += check_replacement(rendering, baseline, stack_file(stack))
         print(f"stack {stack}: {len(violations) or 'no'} violation{'' if len(violations) == 1 else 's'}")
         for violation in violations:
             print(f"  - {violation}")
