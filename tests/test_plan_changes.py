@@ -211,3 +211,18 @@ def test_classify_any_inputs(old_inputs: Any, new_inputs: Any, type_: str) -> No
         assert change.action in ("update", "replace") and change.fields
     assert classify(old, copy.deepcopy(old)) is None
     format_review(review("s", {"resources": [old]}, {"resources": [new]}))
+
+
+def test_a_block_added_with_a_force_new_field_replaces() -> None:
+    old, new = _pool(), _pool()
+    new["inputs"]["networkConfig"] = {"podRange": "pods-b"}  # networkConfig is not ForceNew, podRange is
+    change = classify(old, new)
+    assert change is not None and change.action == "replace"
+    relaxed = _pool()
+    relaxed["inputs"]["networkConfig"] = {"enablePrivateNodes": True}
+    change = classify(old, relaxed)
+    assert change is not None and change.action == "update"
+    no_placement = _pool()
+    del no_placement["inputs"]["placementPolicy"]  # the block itself is ForceNew
+    change = classify(old, no_placement)
+    assert change is not None and change.action == "replace"

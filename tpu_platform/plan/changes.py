@@ -132,18 +132,43 @@ def _schema_path(path: str) -> str:
     return ".".join(out)
 
 
-def _forcing(path: str, table: Mapping[str, str], provider_kubernetes: bool) -> str:
+def _values_at(value: Any, parts: Sequence[str]) -> Iterator[Any]:
+    """Every value at a dotted schema path below ``value`` (list items all count)."""
+    if isinstance(value, list):
+        for item in value:
+            yield from _values_at(item, parts)
+        return
+    if not parts:
+        yield value
+        return
+    if isinstance(value, Mapping) and parts[0] in value:
+        yield from _values_at(value[parts[0]], parts[1:])
+
+
+def _forcing(change: tuple[str, Any, Any], table: Mapping[str, str], provider_kubernetes: bool) -> str:
     """Why a changed path replaces the resource ('' when it does not).
 
-    Google provider fields force a new resource by their own flag (exact path); pulumi-kubernetes
-    matches its table by prefix, in both directions (a whole ``spec`` swapped covers ``spec.template``).
+    Google provider fields force a new resource by their own flag (exact path). A block added or
+    removed as a whole also forces one when a field inside it does and is set: the SDK diffs each
+    nested field against the empty side. pulumi-kubernetes matches its table by prefix, in both
+    directions (a whole ``spec`` swapped covers ``spec.template``).
     """
+    path, old, new = change
     bare = _schema_path(path)
     if bare in table:
         return table[bare]
     if provider_kubernetes:
         for forced, why in table.items():
             if bare.startswith(forced + ".") or forced.startswith(bare + "."):
+                return why
+        return ""
+    present = new if old is None else old if new is None else None
+    if present is None:
+        return ""
+    for forced, why in table.items():
+        if forced.startswith(bare + "."):
+            rest = forced[len(bare) + 1 :].split(".")
+            if any(v is not None for v in _values_at(present, rest)):
                 return why
     return ""
 
@@ -186,7 +211,7 @@ def classify(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> Ch
     table = replacement_paths(res.type, tpu_slice)
     kubernetes = res.type.startswith(KUBERNETES_PREFIX)
     for path, a, b in changed_paths(old.get("inputs") or {}, new.get("inputs") or {}):
-        fields.append(FieldChange(path, a, b, _forcing(path, table, kubernetes)))
+        fields.append(FieldChange(path, a, b, _forcing((path, a, b), table, kubernetes)))
     if not fields:
         return None
     action: Action = "replace" if any(f.replaces for f in fields) else "update"
