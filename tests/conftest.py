@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -34,3 +35,7 @@ def render_stack() -> Callable[..., Any]:
         return render(stack_program, config, stack=name)
 
     return _render
+
+
+# Tests never reach the internet: the linter's first-use download of the pinned CRDs is off.
+os.environ.setdefault("TPU_PLATFORM_OFFLINE", "1")

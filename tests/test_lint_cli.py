@@ -20,10 +20,22 @@ ORIGINAL = str(EXAMPLES / "seed-originals" / "low-jax-trillium.yaml")
 
 
 def test_clean_files_exit_zero(capsys: pytest.CaptureFixture[str]) -> None:
+    for fixed in FIXED:
+        assert main(["lint", fixed, "--context", CONTEXT]) == 0
+        out = capsys.readouterr().out
+        assert "0 error(s), 0 warning(s)" in out
+        assert "blocking-recreate" in out
+
+
+def test_two_jobsets_that_each_need_the_whole_queue_cannot_run_together(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     assert main(["lint", *FIXED, "--context", CONTEXT]) == 0
     out = capsys.readouterr().out
-    assert "0 error(s), 0 warning(s)" in out
-    assert "blocking-recreate" in out
+    assert "0 error(s), 2 warning(s)" in out
+    assert out.count("queue-quota-together") == 2
+    assert "need 64 google.com/tpu together" in out and "holds at most 32" in out
+    assert main(["lint", *FIXED, "--context", CONTEXT, "--fail-on", "warning"]) == 1
 
 
 def test_errors_exit_one_and_are_explained(capsys: pytest.CaptureFixture[str]) -> None:

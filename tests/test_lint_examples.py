@@ -42,18 +42,21 @@ def crds_available() -> bool:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_corrected_jobsets_are_clean(seed_ctx: LintContext, name: str) -> None:
-    findings = lint_documents((EXAMPLES / f"{name}.yaml").read_text(), seed_ctx)
+    findings = lint_documents(
+        (EXAMPLES / f"{name}.yaml").read_text(), seed_ctx, check_schema=crds_available()
+    )
     seen = by_severity(findings)
     assert seen["error"] == set() and seen["warning"] == set(), findings
     # BlockingRecreate is kept on purpose: the hotswap controller clears stuck pods for it.
-    expected_info = {"blocking-recreate"} if crds_available() else {"blocking-recreate", "jobset-schema"}
-    assert seen["info"] == expected_info
+    assert seen["info"] == {"blocking-recreate"}
     assert {f.name for f in findings} == {name}
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_seed_originals_fail_for_the_documented_reasons(seed_ctx: LintContext, name: str) -> None:
-    findings = lint_documents((EXAMPLES / "seed-originals" / f"{name}.yaml").read_text(), seed_ctx)
+    findings = lint_documents(
+        (EXAMPLES / "seed-originals" / f"{name}.yaml").read_text(), seed_ctx, check_schema=crds_available()
+    )
     seen = by_severity(findings)
     assert seen["error"] == {"queue-as-annotation", "container-image"}, findings
     assert seen["warning"] == {
@@ -89,14 +92,23 @@ def test_the_seed_originals_differ_from_the_corrections_only_where_the_linter_po
         assert o_pod["priorityClassName"] == f_pod["priorityClassName"]
 
 
-def test_non_jobset_documents_are_skipped_with_a_note(seed_ctx: LintContext) -> None:
+def test_the_guides_kueue_objects_get_a_finding_for_each_mistake(seed_ctx: LintContext) -> None:
+    if not crds_available():
+        pytest.skip("Kueue CRDs unavailable")
     findings = lint_documents(
         (EXAMPLES / "seed-originals" / "kueue-and-priorities.yaml").read_text(), seed_ctx
     )
-    assert [(f.rule, f.severity, f.document) for f in findings] == [
-        ("not-a-jobset", "info", i) for i in range(5)
-    ]
-    assert "kueue.x-k8s.io/v1beta1 ClusterQueue" in findings[3].message
+    got = {(f.rule, f.kind, f.path) for f in findings}
+    for kind in ("ResourceFlavor", "ClusterQueue", "LocalQueue"):
+        assert ("api-version", kind, "apiVersion") in got
+    assert ("unknown-field", "ClusterQueue", "spec.preemption.reclaimOutOfCohort") in got
+    assert ("cluster-queue-no-namespaces", "ClusterQueue", "spec") in got
+    reclaim = next(f for f in findings if f.rule == "unknown-field")
+    assert "reclaimWithinCohort" in reclaim.fix and reclaim.line == 41
+    deprecated = next(f for f in findings if f.rule == "api-version")
+    assert "use kueue.x-k8s.io/v1beta2" in deprecated.message
+    # The PriorityClasses are right: nothing about documents 0 and 1.
+    assert {f.document for f in findings} == {2, 3, 4}
 
 
 def test_multi_document_streams_keep_document_numbers(seed_ctx: LintContext) -> None:
@@ -114,30 +126,35 @@ def test_multi_document_streams_keep_document_numbers(seed_ctx: LintContext) -> 
 def test_invalid_yaml_is_one_finding(seed_ctx: LintContext) -> None:
     findings = lint_documents("kind: JobSet\nmetadata: [unclosed\n", seed_ctx)
     assert [(f.rule, f.severity) for f in findings] == [("yaml-invalid", "error")]
-    assert findings[0].path.startswith("line ")
+    assert findings[0].line == 3
 
 
 def test_schema_errors_become_findings(seed_ctx: LintContext) -> None:
     if not crds_available():
         pytest.skip("JobSet CRD unavailable")
     text = (EXAMPLES / "high-jax-trillium.yaml").read_text().replace("backoffLimit:", "backofLimit:")
-    findings = [f for f in lint_documents(text, seed_ctx) if f.rule == "jobset-schema"]
-    assert [(f.severity, f.path) for f in findings] == [
-        ("error", "spec.replicatedJobs[0].template.spec.backofLimit")
+    findings = [f for f in lint_documents(text, seed_ctx) if f.rule == "unknown-field"]
+    assert [(f.severity, f.path, f.line) for f in findings] == [
+        (
+            "error",
+            "spec.replicatedJobs[0].template.spec.backofLimit",
+            text[: text.index("backofLimit")].count("\n") + 1,
+        )
     ]
 
 
-def test_without_crds_the_schema_check_is_noted_not_passed(
+def test_without_crds_the_schema_check_fails_and_says_how_to_get_them(
     seed_ctx: LintContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("TPU_PLATFORM_CRDS", str(tmp_path / "absent"))
     findings = [
         f
         for f in lint_documents((EXAMPLES / "low-jax-trillium.yaml").read_text(), seed_ctx)
-        if f.rule == "jobset-schema"
+        if f.rule == "crds-unavailable"
     ]
-    assert [f.severity for f in findings] == ["info"]
+    assert [f.severity for f in findings] == ["error"]
     assert "schema not checked" in findings[0].message and "absent" in findings[0].message
+    assert "--crds" in findings[0].fix and "tpu_platform.schema.fetch" in findings[0].fix
 
 
 def test_seed_context_matches_the_seed_stack(seed_ctx: LintContext) -> None:

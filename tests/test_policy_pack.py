@@ -29,7 +29,7 @@ from pulumi_policy.proxy import UNKNOWN_BOOLEAN_VALUE, UNKNOWN_STRING_VALUE, unk
 from pulumi_policy.version import VERSION as PULUMI_POLICY_VERSION
 
 from tpu_platform.policy import UNKNOWN, rules
-from tpu_platform.policy.pack import PACK_NAME, policies, to_plain
+from tpu_platform.policy.pack import ALL_RULES, PACK_NAME, policies, to_plain
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 POLICY_DIR = REPO_ROOT / "policy"
@@ -53,8 +53,8 @@ def opts(parent: str | None = None) -> PolicyResourceOptions:
 
 def test_one_mandatory_policy_per_rule() -> None:
     built = {p.name: p for p in policies()}
-    assert list(built) == [rule.name for rule in rules.RULES]
-    for rule in rules.RULES:
+    assert list(built) == [rule.name for rule in ALL_RULES]
+    for rule in ALL_RULES:
         policy = built[rule.name]
         kind = ResourceValidationPolicy if rule.resource_check else StackValidationPolicy
         assert isinstance(policy, kind)
@@ -196,7 +196,7 @@ def test_the_pack_serves_every_policy_and_blocks_a_broken_pool(
 ) -> None:
     info = analyzer.GetAnalyzerInfo(empty_pb2.Empty(), timeout=30)
     assert info.name == PACK_NAME
-    assert [p.name for p in info.policies] == [rule.name for rule in rules.RULES]
+    assert [p.name for p in info.policies] == [rule.name for rule in ALL_RULES]
     assert {p.enforcementLevel for p in info.policies} == {analyzer_pb2.MANDATORY}
 
     request = analyzer_pb2.AnalyzeRequest(

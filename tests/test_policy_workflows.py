@@ -84,3 +84,33 @@ def test_forks_still_get_the_offline_plan() -> None:
     assert "./dev plan --all --check" in runs
     assert "./dev policy" in runs
     assert "GITHUB_STEP_SUMMARY" in runs
+
+
+def test_ci_uploads_the_linters_sarif() -> None:
+    job = workflow("ci.yml")["jobs"]["test"]
+    lint = next(s for s in job["steps"] if "--format sarif" in s.get("run", ""))
+    (upload,) = steps_using(job, "github/codeql-action/upload-sarif")
+    assert upload["with"]["sarif_file"] in lint["run"]
+    assert job["steps"].index(lint) < job["steps"].index(upload)
+    assert workflow("ci.yml")["permissions"]["security-events"] == "write"
+
+
+def test_the_offline_plan_job_reviews_changes_against_the_base_branch() -> None:
+    job = workflow("preview.yml")["jobs"]["offline-plan"]
+    review = next(s for s in job["steps"] if s.get("id") == "review")
+    assert "./dev review" in review["run"] and "base/plans" in review["run"]
+    base = next(s for s in job["steps"] if 'git archive "$BASE" plans' in s.get("run", ""))
+    policy = next(s for s in job["steps"] if "./dev policy" in s.get("run", ""))
+    assert "--baseline" in policy["run"]
+    assert job["steps"].index(base) < job["steps"].index(policy) < job["steps"].index(review)
+    summary = next(s for s in job["steps"] if "GITHUB_STEP_SUMMARY" in s.get("run", ""))
+    assert "review.txt" in summary["run"]
+
+
+def test_the_real_preview_gives_the_replacement_policy_its_baseline() -> None:
+    job = workflow("preview.yml")["jobs"]["preview"]
+    baseline = next(s for s in job["steps"] if "baselinePlan" in s.get("run", ""))
+    assert "$BASE:plans/$STACK.yaml" in baseline["run"]
+    (pulumi,) = steps_using(job, "pulumi/actions")
+    assert pulumi["with"]["policyPackConfigs"].endswith("policy-config.json")
+    assert job["steps"].index(baseline) < job["steps"].index(pulumi)

@@ -25,6 +25,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("lint", "tpu_platform.lint.command"),
     ("whatif", "tpu_platform.sim.whatif"),
     ("policy", "tpu_platform.commands.policy"),
+    ("review", "tpu_platform.commands.review"),
 )
 
 # Modules an optional extra brings, and that extra (pyproject.toml [project.optional-dependencies]).

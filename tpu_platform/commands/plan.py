@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import difflib
 import sys
 from pathlib import Path
 
 from ..config import StackConfigError
 from ..plan import dump_plan, list_stacks, load_stack_config, parse_stack_config, plan_document, render
+from ..plan.review import check_plan
 from ..project import Project, ProjectError, find_project, resolve_stack
 from ..summary import summarize
 from ..terminal import Progress
@@ -80,13 +80,8 @@ def run(args: argparse.Namespace) -> int:
             current = target.read_text() if target.exists() else ""
             if current != text:
                 stale.append(ref.name)
-                diff = difflib.unified_diff(
-                    current.splitlines(keepends=True),
-                    text.splitlines(keepends=True),
-                    fromfile=f"{target} (committed)",
-                    tofile=f"{target} (rendered)",
-                )
-                sys.stdout.writelines(list(diff)[:200])
+                review, _loses_slices = check_plan(ref.name, current, text, load_stack_config(ref.path))
+                sys.stdout.write(review)
             continue
         plans_dir.mkdir(parents=True, exist_ok=True)
         target.write_text(text)

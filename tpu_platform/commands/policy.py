@@ -18,18 +18,29 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "stacks", nargs="*", metavar="STACK", help="stack names or stack file paths (default: every stack)"
     )
     parser.add_argument("--stacks-dir", type=Path, help="folder of the stack files (default: the project's)")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="DIR",
+        help="folder of the deployed plans/<stack>.yaml (e.g. the base branch's): also run "
+        "tpu-pool-replacement, which denies replacing or deleting an unacknowledged TPU slice",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     from ..components.program import stack_program
     from ..plan import list_stacks, load_stack_config, render
-    from ..policy.offline import check_rendering
+    from ..policy.offline import check_rendering, check_replacement
     from ..project import resolve_stack
 
     failed = 0
     for stack in args.stacks or list_stacks(args.stacks_dir):
         ref = resolve_stack(stack, args.stacks_dir)
-        violations = check_rendering(render(stack_program, load_stack_config(ref.path), stack=ref.name))
+        rendering = render(stack_program, load_stack_config(ref.path), stack=ref.name)
+        violations = check_rendering(rendering)
+        baseline = args.baseline / f"{ref.name}.yaml" if args.baseline else None
+        if baseline is not None and baseline.is_file():
+            violations += check_replacement(rendering, baseline, ref.path)
         count = len(violations)
         print(f"stack {ref.name}: {count or 'no'} violation{'' if count == 1 else 's'}")
         for violation in violations:

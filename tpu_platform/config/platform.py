@@ -30,6 +30,7 @@ class PlatformConfig(StackModel):
     cohorts: list[CohortConfig] = Field(default_factory=list)
     teams: list[TeamConfig] = Field(default_factory=list)
     hotswap: HotswapConfig = HotswapConfig()
+    acknowledge_replacement: list[str] = Field(default_factory=list)  # TPU pools `plan --check` may replace
 
     @property
     def cluster_location(self) -> str:

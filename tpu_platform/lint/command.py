@@ -1,4 +1,4 @@
-"""``tpu-platform lint``: lint JobSet files against a cluster context."""
+"""``tpu-platform lint``: lint manifests (JobSets, Kueue objects, priorities) against a cluster."""
 
 from __future__ import annotations
 
@@ -7,16 +7,18 @@ import json
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import TextIO
+from typing import BinaryIO, TextIO
 
 from .context import ContextError, LintContext, load_context
 from .findings import SEVERITY_ORDER, Finding
 
-HELP = "lint JobSet manifests: will Kueue manage and admit them, can hotswap help them?"
+HELP = (
+    "lint manifests: will Kueue manage and admit the JobSets, are the Kueue objects right, can hotswap help?"
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("files", nargs="+", type=Path, help="JobSet YAML files ('-' reads stdin)")
+    parser.add_argument("files", nargs="+", type=Path, help="YAML manifests ('-' reads stdin)")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument(
         "--context",
@@ -28,14 +30,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--namespace", "-n", help="namespace of manifests that set none (default: the context's)"
     )
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--format", choices=("text", "json", "sarif"), default="text")
     parser.add_argument(
         "--fail-on",
         choices=("error", "warning"),
         default="error",
         help="exit 1 when a finding is at least this severe (default: error)",
     )
-    parser.add_argument("--no-schema", action="store_true", help="skip the JobSet CRD schema check")
+    parser.add_argument("--no-schema", action="store_true", help="skip the CRD and Kubernetes schema check")
+    parser.add_argument(
+        "--crds",
+        type=Path,
+        default=None,
+        help="folder with the Kueue v0.19.2 and JobSet v0.12.0 CRD files (default: $TPU_PLATFORM_CRDS, "
+        "the pinned files in the user cache, fetched on first use)",
+    )
 
 
 def _stack_context(stack: str, stacks_dir: Path | None) -> LintContext:
@@ -51,8 +60,16 @@ def _stack_context(stack: str, stacks_dir: Path | None) -> LintContext:
     return context_from_stack(cfg)
 
 
-def _read(path: Path) -> str:
-    return sys.stdin.read() if str(path) == "-" else path.read_text()
+def read_input(path: Path, stdin: BinaryIO | None = None) -> bytes:
+    """The bytes of a manifest; ``-`` is stdin (read as bytes, so binary input is recognised)."""
+    if str(path) == "-":
+        return (stdin or sys.stdin.buffer).read()
+    return path.read_bytes()
+
+
+def _where(source: str, f: Finding) -> str:
+    name = "<stdin>" if source in ("", "-") else source
+    return f"{name}:{f.line}:{f.column}" if f.line else name
 
 
 def _text(results: list[tuple[str, list[Finding]]], out: TextIO) -> None:
@@ -64,9 +81,10 @@ def _text(results: list[tuple[str, list[Finding]]], out: TextIO) -> None:
         for f in findings:
             if (f.document, f.name) != current:
                 current = (f.document, f.name)
-                print(f"{source} #{f.document}{' JobSet ' + f.name if f.name else ''}", file=out)
+                label = f" {f.kind} {f.name}" if f.name else (f" {f.kind}" if f.kind else "")
+                print(f"{source} #{f.document}{label}" if label else source, file=out)
             print(f"  {f.severity:<7} {f.rule}  {f.path}".rstrip(), file=out)
-            print(f"          {f.message}", file=out)
+            print(f"          at {_where(source, f)}: {f.message}", file=out)
             if f.fix:
                 print(f"          fix: {f.fix}", file=out)
     totals = {s: sum(1 for _, fs in results for f in fs if f.severity == s) for s in SEVERITY_ORDER}
@@ -78,8 +96,11 @@ def _text(results: list[tuple[str, list[Finding]]], out: TextIO) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    """Lint every file; exit 0 (clean), 1 (findings at --fail-on or worse) or 2 (bad input)."""
-    from .linter import lint_documents
+    """Lint every file as one run; exit 0 (clean), 1 (findings at --fail-on or worse), 2 (bad input)."""
+    from ..schema import CrdsUnavailable, SchemaValidator
+    from ..schema.crds import locate_crds
+    from .linter import CRDS_HELP, has_input_problem, lint_files
+    from .sarif import to_sarif
 
     out = out or sys.stdout
     try:
@@ -89,20 +110,35 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         return 2
     if args.namespace:
         ctx = replace(ctx, default_namespace=args.namespace)
-    results: list[tuple[str, list[Finding]]] = []
+    validator: SchemaValidator | None = None
+    if not args.no_schema:
+        try:
+            validator = SchemaValidator(locate_crds(getattr(args, "crds", None)))
+        except CrdsUnavailable as err:
+            print(
+                f"lint: the schema check needs the pinned CRDs: {err}\n  to get them: {CRDS_HELP}",
+                file=sys.stderr,
+            )
+            return 2
+    files: list[tuple[str, str | bytes]] = []
     for path in args.files:
         try:
-            text = _read(path)
+            files.append((str(path), read_input(path)))
         except OSError as err:
             print(f"lint: {path}: {err.strerror or err}", file=sys.stderr)
             return 2
-        results.append((str(path), lint_documents(text, ctx, check_schema=not args.no_schema)))
+    results = lint_files(files, ctx, check_schema=not args.no_schema, validator=validator)
     if args.format == "json":
         rows = [{"file": source, **f.as_dict()} for source, findings in results for f in findings]
         json.dump(rows, out, indent=2)
         out.write("\n")
+    elif args.format == "sarif":
+        json.dump(to_sarif(results), out, indent=2)
+        out.write("\n")
     else:
         _text(results, out)
+    if has_input_problem(results):
+        return 2
     threshold = SEVERITY_ORDER[args.fail_on]
     failed = any(SEVERITY_ORDER[f.severity] <= threshold for _, fs in results for f in fs)
     return 1 if failed else 0

@@ -29,15 +29,39 @@ class Finding:
     fix: str = ""
     document: int = 0
     name: str = ""
+    line: int = 0
+    column: int = 0
+    kind: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
 _RULES = (
+    Rule("input-empty", "error", "the input has no document to lint"),
+    Rule("input-binary", "error", "the input is binary or not UTF-8 text"),
     Rule("yaml-invalid", "error", "the file is not valid YAML"),
-    Rule("not-a-jobset", "info", "a document that is not a JobSet was skipped"),
+    Rule(
+        "not-a-manifest",
+        "error",
+        "a document is not a Kubernetes object (a mapping with apiVersion and kind)",
+    ),
+    Rule(
+        "yaml-value", "error", "a value JSON and the API server cannot carry (non-string key, int64 overflow)"
+    ),
+    Rule("crds-unavailable", "error", "the CRD schemas to check against cannot be found"),
     Rule("jobset-schema", "error", "the JobSet does not match the JobSet CRD"),
+    Rule("object-schema", "error", "a Kueue object or built-in kind does not match its schema"),
+    Rule("api-version", "error", "a removed or deprecated API version; the message names the replacement"),
+    Rule("unknown-field", "error", "a field no version of the kind has; the message says what to use"),
+    Rule("count-invalid", "error", "a negative or out-of-range count or quantity"),
+    Rule(
+        "cluster-queue-no-namespaces", "error", "a ClusterQueue without namespaceSelector admits no namespace"
+    ),
+    Rule("local-queue-target", "error", "a LocalQueue names a ClusterQueue that does not exist"),
+    Rule("cluster-queue-flavor", "error", "a ClusterQueue names a ResourceFlavor that does not exist"),
+    Rule("queue-quota-together", "warning", "JobSets of one run need more than their queue can ever lend"),
+    Rule("kind-not-linted", "info", "a kind the linter has no rules for; only its schema is checked"),
     Rule("jobset-webhook", "error", "JobSet's admission webhook rejects the JobSet"),
     Rule(
         "queue-label-missing", "error", "no kueue.x-k8s.io/queue-name label: Kueue does not manage the JobSet"

@@ -481,20 +481,22 @@ def failure_policy_rules(
             "set spec.failurePolicy.maxRestarts (e.g. 10); failurePolicy cannot be changed after creation",
         )
     if fp.get("restartStrategy") == "BlockingRecreate":
+        # JobSet v0.12.0 (pkg/controllers/jobset_controller.go): deleteJobs uses foreground deletion
+        # and constructJobsFromTemplate creates a Job only when none of its name exists, so under
+        # Recreate too the new Jobs wait for the old pods; BlockingRecreate waits for all of them.
         opted_in = hotswap_opted_in(js, ctx)
         yield finding(
             "blocking-recreate",
             "spec.failurePolicy.restartStrategy",
-            "BlockingRecreate creates no new Job until every old pod is gone; pods stuck Terminating on a "
-            "dead node block the restart until the node is repaired"
+            "BlockingRecreate creates no new Job until every old pod is gone, so pods stuck Terminating on a "
+            "dead node hold the restart until the node is repaired (Recreate waits too: JobSet deletes the "
+            "old Jobs in the foreground and recreates each only once it is gone)"
             + (
                 ". The hotswap controller clears them for opted-in JobSets."
                 if opted_in
                 else ", and this JobSet has not opted in to the hotswap controller that clears them"
             ),
-            ""
-            if opted_in
-            else f"add the label `{_yaml_label(*ctx.hotswap_label)}` or use restartStrategy Recreate",
+            "" if opted_in else f"add the label `{_yaml_label(*ctx.hotswap_label)}`",
             severity="info" if opted_in else "warning",
         )
     missing_pod_policy = [rj for rj in js.replicated_jobs if not _disruption_fails_job(rj)]

@@ -23,7 +23,12 @@ def normalize(value: Any) -> Any:
 
 
 def plan_document(stack: str, rendering: Rendering, summary: dict[str, Any]) -> dict[str, Any]:
-    """Every registered resource with type, name, parent, provider, dependencies and inputs."""
+    """Every registered resource with type, name, parent, provider, dependencies and inputs.
+
+    ``installs`` summarizes what the Kueue and JobSet charts create (``tpu_platform.plan.installs``).
+    """
+    from .installs import plan_section
+
     resources = []
     for res in sorted(rendering.resources, key=lambda r: (r.type, r.name)):
         entry: dict[str, Any] = {"type": res.type, "name": res.name}
@@ -41,6 +46,7 @@ def plan_document(stack: str, rendering: Rendering, summary: dict[str, Any]) -> 
         "stack": stack,
         "summary": normalize(summary),
         "outputs": normalize({k: v for k, v in rendering.outputs.items() if k != "summary"}),
+        "installs": plan_section(),
         "resourceCount": len(resources),
         "resources": resources,
     }

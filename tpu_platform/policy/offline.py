@@ -8,10 +8,12 @@ catch the same violations a real ``pulumi preview --policy-pack policy`` would.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any, Protocol
 
-from .resources import Resource, Violation
-from .rules import evaluate
+from . import replacement
+from .resources import Resource, Stack, Violation
+from .rules import evaluate, rule_config
 
 
 class Recorded(Protocol):
@@ -56,3 +58,14 @@ def check_resources(
 def check_rendering(rendering: HasResources, config: Mapping[str, Any] | None = None) -> list[Violation]:
     """Every violation in a ``tpu_platform.plan.Rendering``; an empty list means the stack complies."""
     return check_resources(rendering.resources, config)
+
+
+def check_replacement(
+    rendering: HasResources, baseline_plan: Path, stack_file: Path | None
+) -> list[Violation]:
+    """``tpu-pool-replacement`` over a rendering, against the plan of what is deployed."""
+    settings = replacement.prepare(
+        rule_config(replacement.RULE, {replacement.NAME: {"baselinePlan": str(baseline_plan)}}), stack_file
+    )
+    stack = Stack(from_recorded(r) for r in rendering.resources)
+    return replacement.check_tpu_pool_replacement(stack, settings)

@@ -8,6 +8,7 @@ violations go back through ``report_violation``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from pulumi_policy import (
@@ -23,10 +24,13 @@ from pulumi_policy import (
 )
 from pulumi_policy.proxy import _DictProxy, _is_unknown, _ListProxy
 
+from . import replacement
 from .resources import UNKNOWN, Resource, Stack
 from .rules import RULES, Rule, rule_config
 
 PACK_NAME = "tpu-platform"
+# The pure rules, then the one that needs the deployed plan read in (tpu_platform.policy.replacement).
+ALL_RULES: tuple[Rule, ...] = (*RULES, replacement.RULE)
 
 
 def to_plain(value: Any) -> Any:
@@ -91,6 +95,12 @@ def _stack_policy(rule: Rule, schema: PolicyConfigSchema | None) -> Policy:
     def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
         settings = rule_config(rule, {rule.name: args.get_config()})
         stack = Stack(from_policy_resource(r) for r in args.resources)
+        if rule.name == replacement.NAME:
+            try:
+                settings = replacement.prepare(settings, stack_file_of(stack))
+            except (OSError, ValueError) as err:
+                report_violation(f"baselinePlan {settings.get('baselinePlan')!r} cannot be read: {err}", None)
+                return
         for violation in check(stack, settings):
             report_violation(violation.message, violation.urn)
 
@@ -103,10 +113,21 @@ def _stack_policy(rule: Rule, schema: PolicyConfigSchema | None) -> Policy:
     )
 
 
+def stack_file_of(stack: Stack) -> Path | None:
+    """``stacks/Pulumi.<stack>.yaml`` of the previewed stack (its name is in every URN)."""
+    from tpu_platform.plan.stacks import STACKS_DIR, stack_file
+
+    for resource in stack:
+        parts = resource.urn.split("::")[0].split(":")
+        if len(parts) == 3 and parts[2]:
+            return stack_file(parts[2], STACKS_DIR)
+    return None
+
+
 def policies() -> list[Policy]:
     """One mandatory pulumi-policy policy per rule, in catalogue order."""
     built: list[Policy] = []
-    for rule in RULES:
+    for rule in ALL_RULES:
         schema = (
             PolicyConfigSchema(properties={k: dict(v) for k, v in rule.config_properties.items()})
             if rule.config_properties

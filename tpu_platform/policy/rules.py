@@ -24,9 +24,9 @@ from ..constants import (
     TPU_RESOURCE,
 )
 from ..queueplan import Claims
+from .pools import NODE_POOL, TPU_MACHINE_RE, is_tpu_pool, pool_name, tpu_chips_per_node
 from .resources import Resource, Stack, Violation, as_list, dig, is_unknown, urn_types
 
-NODE_POOL = "gcp:container/nodePool:NodePool"
 KUEUE_TYPE_PREFIX = "kubernetes:kueue.x-k8s.io/"
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 RBAC_PREFIX = "kubernetes:rbac.authorization.k8s.io/v1:"
@@ -54,8 +54,6 @@ DEFAULT_THIRD_PARTY_CHARTS = ("kueue", "jobset")
 DEFAULT_REQUIRED_LIMITS = ("memory",)
 
 
-# ct6e-standard-4t, ct5lp-hightpu-8t, ...: the trailing number is the chips per VM.
-TPU_MACHINE_RE = re.compile(r"^(ct[0-9][a-z0-9]*)-[a-z]+-([0-9]+)t$")
 ACCELERATOR_BY_FAMILY = {
     "ct6e": "tpu-v6e-slice",
     "ct5lp": "tpu-v5-lite-podslice",
@@ -69,26 +67,6 @@ Config = Mapping[str, Any]
 
 
 # --- TPU node pools -----------------------------------------------------------------------
-
-
-def tpu_chips_per_node(pool: Resource) -> int | None:
-    """Chips on each VM of a TPU node pool; None for a pool of other machines."""
-    machine = pool.get("nodeConfig", "machineType")
-    if not isinstance(machine, str):
-        return None
-    match = TPU_MACHINE_RE.match(machine)
-    return int(match.group(2)) if match else None
-
-
-def is_tpu_pool(pool: Resource) -> bool:
-    return pool.type == NODE_POOL and (
-        tpu_chips_per_node(pool) is not None or pool.get("placementPolicy", "tpuTopology") is not None
-    )
-
-
-def pool_name(pool: Resource) -> str:
-    name = pool.get("name")
-    return name if isinstance(name, str) and not is_unknown(name) else pool.name
 
 
 def pool_max_nodes(pool: Resource) -> int | None:

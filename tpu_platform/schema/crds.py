@@ -34,6 +34,45 @@ def crds_dir() -> Path:
     return Path(configured).expanduser() if configured else DEFAULT_CRDS_DIR
 
 
+def locate_crds(explicit: Path | None = None, *, allow_fetch: bool | None = None) -> Path:
+    """The CRD folder for a user-facing check, never a silent fallback.
+
+    In order: ``explicit`` (``--crds``), ``$TPU_PLATFORM_CRDS``, the repository's ``shared/crds``,
+    the pinned files in the user cache (verified by sha256), and finally a download of the
+    pinned files into that cache (``tpu_platform.schema.fetch``) unless ``$TPU_PLATFORM_OFFLINE``
+    is set. Raises ``CrdsUnavailable`` naming every place looked at.
+    """
+    from . import fetch
+
+    if explicit is not None:
+        if not explicit.is_dir():
+            raise CrdsUnavailable(f"--crds {explicit}: no such folder")
+        return explicit
+    configured = os.environ.get(ENV_CRDS)
+    if configured:
+        path = Path(configured).expanduser()
+        if not path.is_dir():
+            raise CrdsUnavailable(f"{ENV_CRDS}={configured}: no such folder")
+        return path
+    if DEFAULT_CRDS_DIR.is_dir():
+        return DEFAULT_CRDS_DIR
+    cache = fetch.cache_dir()
+    if fetch.verified(cache):
+        return cache
+    if allow_fetch is None:
+        allow_fetch = not os.environ.get(fetch.ENV_OFFLINE)
+    if not allow_fetch:
+        raise CrdsUnavailable(
+            f"no CRDs in {DEFAULT_CRDS_DIR} or {cache}, and {fetch.ENV_OFFLINE} forbids downloading them"
+        )
+    try:
+        return fetch.fetch(cache)
+    except fetch.FetchError as err:
+        raise CrdsUnavailable(
+            f"no CRDs in {DEFAULT_CRDS_DIR} or {cache}, and fetching them failed: {err}"
+        ) from err
+
+
 @dataclass(frozen=True)
 class CrdVersion:
     """One version of a CRD as the API server serves it."""

@@ -1,0 +1,147 @@
+"""Derive which GKE fields force a replacement from the Google provider's own schema source.
+
+pulumi-gcp is a bridge over Terraform's Google provider: a field marked ``ForceNew: true`` in
+the provider's SDKv2 schema makes ``pulumi up`` replace the resource. The Python SDK does not
+ship that schema, so this module reads the Go schema literals of the upstream provider
+(hashicorp/terraform-provider-google, ``google/services/container/``) and writes the result as
+package data (``data/force_new.json``) with the sha256 of each source file, so a reviewer can
+re-derive it:
+
+    python -m tpu_platform.plan.force_new --git-dir <mirror of terraform-provider-google> --tag v7.44.0
+
+Only a field's own ``ForceNew`` counts. In SDKv2 a ``ForceNew`` list block forces a new
+resource only when the block is added or removed (``schemaMap.diffList`` gives the ``.#``
+count diff the block's ``ForceNew``; its children keep their own flag): hashicorp/terraform-plugin-sdk,
+``helper/schema/schema.go`` (v2.38.1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+DATA_FILE = "force_new.json"
+_FIELD = re.compile(r'^(\t+)"([a-z0-9_]+)":\s*(\{|schema[A-Za-z]+\(\),?)')
+_HELPER_CALL = re.compile(r'^(\t+)"([a-z0-9_]+)":\s*(schema[A-Za-z]+)\(\),?\s*$')
+_FUNC = re.compile(r"^func (schema[A-Za-z]+)\(\) \*schema\.Schema \{")
+
+
+def snake_to_camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def camel_path(path: str) -> str:
+    return ".".join(snake_to_camel(part) for part in path.split("."))
+
+
+def force_new_fields(source: str, helpers: dict[str, set[str]] | None = None) -> set[str]:
+    """Dotted snake_case paths of every field whose own schema says ``ForceNew: true``.
+
+    Nesting follows the tab indentation of gofmt'd schema literals; a field defined by a helper
+    call (``"node_config": schemaNodeConfig(),``) takes the helper's fields under its name.
+    """
+    helpers = helpers or {}
+    stack: list[tuple[int, str]] = []
+    found: set[str] = set()
+    for line in source.splitlines():
+        field = _FIELD.match(line)
+        if field:
+            depth = len(field.group(1))
+            while stack and stack[-1][0] >= depth:
+                stack.pop()
+            stack.append((depth, field.group(2)))
+            call = _HELPER_CALL.match(line)
+            if call and call.group(3) in helpers:
+                prefix = ".".join(name for _, name in stack)
+                found |= {f"{prefix}.{sub}" if sub else prefix for sub in helpers[call.group(3)]}
+            continue
+        if re.match(r"^\s*ForceNew:\s*true,", line) and stack:
+            found.add(".".join(name for _, name in stack))
+    return found
+
+
+def helper_fields(source: str, name: str) -> set[str]:
+    """ForceNew paths inside ``func <name>() *schema.Schema``, relative to the field it defines."""
+    body: list[str] = []
+    inside = False
+    for line in source.splitlines():
+        match = _FUNC.match(line)
+        if match:
+            inside = match.group(1) == name
+            continue
+        if inside:
+            if line == "}":
+                break
+            body.append(line)
+    text = "\n".join(body)
+    own = {""} if re.search(r"^\t\tForceNew:\s*true,", text, re.M) else set()
+    return own | force_new_fields(text)
+
+
+def _sources(git_dir: Path, tag: str, paths: Sequence[str]) -> Iterator[tuple[str, str]]:
+    for path in paths:
+        text = subprocess.run(
+            ["git", f"--git-dir={git_dir}", "show", f"{tag}:{path}"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        yield path, text
+
+
+NODE_POOL_FILE = "google/services/container/resource_container_node_pool.go"
+NODE_CONFIG_FILE = "google/services/container/node_config.go"
+CLUSTER_FILE = "google/services/container/resource_container_cluster.go"
+
+
+def derive(git_dir: Path, tag: str) -> dict[str, Any]:
+    """The GKE part of ``force_new.json`` from a mirror of the provider at ``tag``."""
+    texts = dict(_sources(git_dir, tag, (NODE_POOL_FILE, NODE_CONFIG_FILE, CLUSTER_FILE)))
+    helpers = {"schemaNodeConfig": helper_fields(texts[NODE_CONFIG_FILE], "schemaNodeConfig")}
+    pool = force_new_fields(texts[NODE_POOL_FILE], helpers)
+    cluster = force_new_fields(texts[CLUSTER_FILE], helpers)
+    return {
+        "repository": "hashicorp/terraform-provider-google",
+        "tag": tag,
+        "files": {path: hashlib.sha256(text.encode()).hexdigest() for path, text in sorted(texts.items())},
+        "resources": {
+            "gcp:container/nodePool:NodePool": sorted(camel_path(p) for p in pool),
+            "gcp:container/cluster:Cluster": sorted(camel_path(p) for p in cluster),
+        },
+    }
+
+
+def load() -> dict[str, Any]:
+    """The committed derivation (package data)."""
+    text = resources.files("tpu_platform.plan").joinpath("data", DATA_FILE).read_text()
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--git-dir", type=Path, required=True, help="bare clone of terraform-provider-google")
+    parser.add_argument("--tag", required=True)
+    parser.add_argument("--write", action="store_true", help="update tpu_platform/plan/data/force_new.json")
+    args = parser.parse_args(argv)
+    current = load()
+    current["gke"] = derive(args.git_dir, args.tag)
+    text = json.dumps(current, indent=2, sort_keys=True) + "\n"
+    if args.write:
+        Path(__file__).with_name("data").joinpath(DATA_FILE).write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
