@@ -36,6 +36,7 @@ LAYERS: dict[str, int] = {
     "tpu_platform.lint": 1,
     "tpu_platform.policy": 1,
     "tpu_platform.sim": 1,
+    "tpu_platform.status": 1,
     "tpu_platform.testing": 1,
     # I/O
     "tpu_platform.components": 2,
@@ -43,6 +44,7 @@ LAYERS: dict[str, int] = {
     "tpu_platform.hotswap.__main__": 2,
     "tpu_platform.cli": 2,
     "tpu_platform.commands": 2,
+    "tpu_platform.status.fetch": 2,
     "tpu_platform.__main__": 2,
 }
 NAMES = {0: "pure logic", 1: "tools", 2: "I/O"}

@@ -22,6 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from tests.kubeapi import visibility
 from tests.kubeapi.faults import Fault, Faults, Request
 from tests.kubeapi.selectors import SelectorError, field_matcher, label_matcher
 from tests.kubeapi.store import JSON, ApiStatus, Kind, Store, kind_for
@@ -69,6 +70,9 @@ class _Handler(BaseHTTPRequestHandler):
         d = self.double
         try:
             group, version, rest = _parse_path(url.path)
+            if group == visibility.GROUP:
+                visibility.serve(self, version, rest, query)
+                return
             namespace = ""
             if len(rest) >= 3 and rest[0] == "namespaces":
                 namespace, rest = rest[1], rest[2:]
