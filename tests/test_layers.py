@@ -26,6 +26,7 @@ LAYERS: dict[str, int] = {
     "tpu_platform.hotswap": 0,
     "tpu_platform.hotswap.core": 0,
     "tpu_platform.hotswap.deploy": 0,
+    "tpu_platform.monitoring": 0,
     # the controller's config-file format: rendered by deploy, read by the adapter
     "tpu_platform.hotswap.adapter.config": 0,
     # tools over the pure logic

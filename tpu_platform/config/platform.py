@@ -12,6 +12,7 @@ from .cluster import ClusterConfig
 from .cohorts import CohortConfig
 from .hotswap import HotswapConfig
 from .kueue import KueueConfig
+from .monitoring import MonitoringConfig
 from .pools import SlicePoolConfig
 from .priorities import DEFAULT_PRIORITIES, PriorityConfig
 from .teams import TeamConfig
@@ -30,6 +31,7 @@ class PlatformConfig(StackModel):
     cohorts: list[CohortConfig] = Field(default_factory=list)
     teams: list[TeamConfig] = Field(default_factory=list)
     hotswap: HotswapConfig = HotswapConfig()
+    monitoring: MonitoringConfig = MonitoringConfig()
 
     @property
     def cluster_location(self) -> str:
