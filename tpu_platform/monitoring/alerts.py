@@ -77,7 +77,7 @@ def kueue_rules(cfg: PlatformConfig, scope: Scope) -> list[AlertRule]:
             "page",
             f"{top} work in {{{{ $labels.cluster_queue }}}} waits over "
             f"{b.high_priority_wait_seconds}s for admission",
-            "p95 admission wait over the last hour is {{ $value }}s.",
+            'p95 admission wait over the last hour is {{ printf "%.0f" $value }}s.',
         ),
         AlertRule(
             "KueueQueueAtQuota",
