@@ -14,12 +14,12 @@ from tpu_platform.status.render import render_json, render_text
 
 TAINT = {"key": k.UNHEALTHY_TAINT_KEY, "value": "true", "effect": "NoSchedule"}
 texts = st.one_of(st.text(max_size=30), st.just("2026-01-01T00:00:00Z"), st.just("1700000000"))
-annotations = st.dictionaries(st.sampled_from(k.NODE_STATE_ANNOTATIONS), texts, max_size=5)
+state_notes = st.dictionaries(st.sampled_from(k.NODE_STATE_ANNOTATIONS), texts, max_size=5)
 
 
 @settings(max_examples=150, deadline=None)
 @given(
-    notes=st.lists(annotations, min_size=1, max_size=4),
+    notes=st.lists(state_notes, min_size=1, max_size=4),
     tainted=st.lists(st.booleans(), min_size=1, max_size=4),
     ready=st.lists(st.sampled_from(["True", "False", "Unknown"]), min_size=1, max_size=4),
     topology=st.sampled_from(["4x4", "2x4", "1x1", "9x9", ""]),
