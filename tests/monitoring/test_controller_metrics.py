@@ -28,6 +28,7 @@ def test_requests_are_counted_by_outcome() -> None:
             kube.list_objects(Resource("nodes"))
 
     def count(code: str) -> float:
-        return metrics.value("hotswap_api_requests_total", {"verb": "list", "resource": "nodes", "code": code})
+        labels = {"verb": "list", "resource": "nodes", "code": code}
+        return metrics.value("hotswap_api_requests_total", labels)
 
     assert (count("200"), count("500"), count("0")) == (1, 1, 1)
