@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from tests.stack_problems import only_problem, problems_of
+from tests.stack_problems import only_problem
 from tpu_platform.config.monitoring import prom_seconds
+from tpu_platform.monitoring import alert_rules, dashboard
 from tpu_platform.plan import parse_stack_config
 from tpu_platform.plan.document import normalize
 
@@ -166,14 +167,24 @@ def test_duplicate_channel_names(stack: dict[str, Any]) -> None:
     assert "listed twice" in only_problem(stack)
 
 
-def test_rules_need_the_metrics_they_read(stack: dict[str, Any]) -> None:
-    stack["tpu-platform:kueue"] = {"metrics": {"enableClusterQueueResources": False}}
+def test_controller_rules_need_its_metrics(stack: dict[str, Any]) -> None:
     stack["tpu-platform:hotswap"] = {**HOTSWAP, "podMonitoring": False}
-    found = problems_of(stack)
-    assert len(found) == 2
-    assert "enableClusterQueueResources" in found[0] and "podMonitoring" in found[1]
+    assert "hotswap.podMonitoring: true" in only_problem(stack)
     stack["tpu-platform:monitoring"] = {"alertRules": False}
     assert parse_stack_config(stack).monitoring.alert_rules is False
+
+
+def test_without_cluster_queue_resources_the_quota_alert_and_chart_are_left_out(
+    stack: dict[str, Any],
+) -> None:
+    cfg = parse_stack_config(stack)
+    assert "KueueQueueAtQuota" in {r.name for r in alert_rules(cfg)}
+    assert any("kueue_cluster_queue_resource_usage" in q for q in dashboard.queries(cfg))
+    stack["tpu-platform:kueue"] = {"metrics": {"enableClusterQueueResources": False}}
+    cfg = parse_stack_config(stack)
+    assert "KueueQueueAtQuota" not in {r.name for r in alert_rules(cfg)}
+    assert not any("kueue_cluster_queue" in q for q in dashboard.queries(cfg))
+    assert "KueueWorkloadsPendingTooLong" in {r.name for r in alert_rules(cfg)}
 
 
 @pytest.mark.parametrize(

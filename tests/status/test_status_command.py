@@ -61,6 +61,9 @@ def _workload(
 
 
 def seed_cluster(api: ApiDouble) -> None:
+    """Seed relative to the wall clock now: the command reads ``time.time()`` as real kubectl would."""
+    global NOW  # noqa: PLW0603 - every helper and assertion reads the seeding time
+    NOW = time.time()
     seed = Seeder(api)
     _pool(seed, "healthy-pool")
     bad = {

@@ -58,7 +58,7 @@ def kueue_rules(cfg: PlatformConfig, scope: Scope) -> list[AlertRule]:
         "histogram_quantile(0.95, sum by (le, cluster_queue) "
         f"(rate({sel(m.KUEUE_ADMISSION_WAIT + '_bucket', scope, priority_class=top)}[1h])))"
     )
-    return [
+    rules = [
         AlertRule(
             "KueueWorkloadsPendingTooLong",
             "kueue",
@@ -91,6 +91,10 @@ def kueue_rules(cfg: PlatformConfig, scope: Scope) -> list[AlertRule]:
             "in the cohort.",
         ),
     ]
+    if not cfg.kueue.metrics.enable_cluster_queue_resources:
+        # Kueue exports usage and nominal quota only with enableClusterQueueResources.
+        rules = [r for r in rules if r.name != "KueueQueueAtQuota"]
+    return rules
 
 
 def hotswap_rules(cfg: PlatformConfig, scope: Scope) -> list[AlertRule]:

@@ -43,6 +43,24 @@ def _kueue_preemptions(scope: dict[str, str]) -> Series:
     )
 
 
+def _quota_chart(scope: dict[str, str]) -> Chart:
+    """Exported by Kueue only with ``enableClusterQueueResources``."""
+    return Chart(
+        "TPU chips per team: used against nominal",
+        "1",
+        (
+            Series(
+                f"max by (cluster_queue) ({sel(m.KUEUE_USAGE, scope, resource=m.TPU)})",
+                "${labels.cluster_queue} used",
+            ),
+            Series(
+                f"max by (cluster_queue) ({sel(m.KUEUE_NOMINAL, scope, resource=m.TPU)})",
+                "${labels.cluster_queue} nominal",
+            ),
+        ),
+    )
+
+
 def charts(cfg: PlatformConfig) -> list[Chart]:
     """The dashboard's charts in reading order: slices, recovery, preemptions, queues, pending, controller."""
     c = {"cluster": cfg.cluster.name}
@@ -100,21 +118,9 @@ def charts(cfg: PlatformConfig) -> list[Chart]:
         )
     if cfg.monitoring.kueue_metrics:
         top = highest_priority(cfg)
+        if cfg.kueue.metrics.enable_cluster_queue_resources:
+            out.append(_quota_chart(kq))
         out += [
-            Chart(
-                "TPU chips per team: used against nominal",
-                "1",
-                (
-                    Series(
-                        f"max by (cluster_queue) ({sel(m.KUEUE_USAGE, kq, resource=m.TPU)})",
-                        "${labels.cluster_queue} used",
-                    ),
-                    Series(
-                        f"max by (cluster_queue) ({sel(m.KUEUE_NOMINAL, kq, resource=m.TPU)})",
-                        "${labels.cluster_queue} nominal",
-                    ),
-                ),
-            ),
             Chart(
                 "Pending workloads",
                 "1",

@@ -16,12 +16,6 @@ def check_monitoring(cfg: PlatformConfig) -> Problems:
     """Alert rules need the metrics they read; channel addresses match their type; names are unique."""
     problems = Problems()
     mon = cfg.monitoring
-    if mon.alert_rules and mon.kueue_metrics and not cfg.kueue.metrics.enable_cluster_queue_resources:
-        problems.add(
-            ("monitoring", "alertRules"),
-            "the queue-at-quota alert reads kueue_cluster_queue_resource_usage, which Kueue exports only "
-            "with kueue.metrics.enableClusterQueueResources: true; turn it on or set alertRules: false",
-        )
     if mon.alert_rules and cfg.hotswap.enabled and not cfg.hotswap.pod_monitoring:
         problems.add(
             ("monitoring", "alertRules"),
