@@ -270,3 +270,13 @@ def test_unknown_context_is_a_usage_error(cluster, capsys) -> None:
     _, kubeconfig = cluster
     assert cli.main(["status", "--kubeconfig", kubeconfig, "--context", "nope"]) == 2
     assert "no cluster to read" in capsys.readouterr().err
+
+
+def test_without_the_client_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    import sys
+
+    for name in [m for m in sys.modules if m == "kubernetes" or m.startswith("kubernetes.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "kubernetes", None)
+    assert cli.main(["status"]) == 2
+    assert "pip install 'tpu-platform[controller]'" in capsys.readouterr().err
