@@ -4,6 +4,7 @@ from .gke_cluster import GkeCluster, GkeClusterArgs
 from .kube_object import KubeObject
 from .kueue_install import KueueInstall, KueueInstallArgs
 from .kueue_queues import KueueQueues, KueueQueuesArgs
+from .monitoring import Monitoring, MonitoringArgs
 from .platform import TpuPlatform, TpuPlatformArgs
 from .priorities import Priorities, PrioritiesArgs
 from .tpu_slice_pool import TpuSlicePool, TpuSlicePoolArgs
@@ -16,6 +17,8 @@ __all__ = [
     "KueueInstallArgs",
     "KueueQueues",
     "KueueQueuesArgs",
+    "Monitoring",
+    "MonitoringArgs",
     "Priorities",
     "PrioritiesArgs",
     "TpuPlatform",

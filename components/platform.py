@@ -16,6 +16,7 @@ from .hotswap_controller import HotswapController, HotswapControllerArgs
 from .hotswap_image import HotswapImage, HotswapImageArgs
 from .kueue_install import KueueInstall, KueueInstallArgs
 from .kueue_queues import KueueQueues, KueueQueuesArgs
+from .monitoring import Monitoring, MonitoringArgs
 from .priorities import Priorities, PrioritiesArgs
 from .tpu_slice_pool import TpuSlicePool, TpuSlicePoolArgs
 
@@ -88,6 +89,16 @@ class TpuPlatform(pulumi.ComponentResource):
         self.hotswap: HotswapController | None = None
         if cfg.hotswap.enabled:
             self.hotswap = self._hotswap(name, cfg, provider, [*system_pool, *self.kueue.ready], child)
+        self.monitoring = Monitoring(
+            f"{name}-monitoring",
+            MonitoringArgs(
+                config=cfg,
+                provider=provider,
+                kueue_ready=self.kueue.ready,
+                hotswap=[self.hotswap] if self.hotswap is not None else [],
+            ),
+            opts=child,
+        )
         self.register_outputs(
             {
                 "clusterName": self.cluster.name,

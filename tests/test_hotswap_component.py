@@ -39,7 +39,12 @@ def hotswap_stack(stack: dict[str, Any]) -> dict[str, Any]:
 
 
 def resources_of(rendering: Any, type_: str) -> list[dict[str, Any]]:
-    return [normalize(r.inputs) for r in rendering.resources if r.type == type_]
+    """The controller's resources of a type (the Monitoring component's scrape RBAC left out)."""
+    return [
+        normalize(r.inputs)
+        for r in rendering.resources
+        if r.type == type_ and "monitoring:Monitoring" not in str(r.parent or "")
+    ]
 
 
 def grants(rules: list[dict[str, Any]]) -> dict[tuple[str, str], set[str]]:

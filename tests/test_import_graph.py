@@ -129,7 +129,9 @@ CONFIG_LAYERS = {
     "base": 1,
     "shapes": 1,
     "explain": 1,
-    **dict.fromkeys(["cluster", "pools", "priorities", "kueue", "quota", "cohorts", "teams", "hotswap"], 2),
+    **dict.fromkeys(
+        ["cluster", "pools", "priorities", "kueue", "quota", "cohorts", "teams", "hotswap", "monitoring"], 2
+    ),
     "platform": 3,
     "checks": 4,
     "loader": 5,

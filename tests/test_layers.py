@@ -27,6 +27,7 @@ LAYERS: dict[str, int] = {
     "tpu_platform.hotswap": 0,
     "tpu_platform.hotswap.core": 0,
     "tpu_platform.hotswap.deploy": 0,
+    "tpu_platform.monitoring": 0,
     # the controller's config-file format: rendered by deploy, read by the adapter
     "tpu_platform.hotswap.adapter.config": 0,
     # tools over the pure logic
@@ -37,6 +38,7 @@ LAYERS: dict[str, int] = {
     "tpu_platform.lint": 1,
     "tpu_platform.policy": 1,
     "tpu_platform.sim": 1,
+    "tpu_platform.status": 1,
     "tpu_platform.testing": 1,
     # I/O
     "tpu_platform.components": 2,
@@ -44,6 +46,7 @@ LAYERS: dict[str, int] = {
     "tpu_platform.hotswap.__main__": 2,
     "tpu_platform.cli": 2,
     "tpu_platform.commands": 2,
+    "tpu_platform.status.fetch": 2,
     "tpu_platform.__main__": 2,
 }
 NAMES = {0: "pure logic", 1: "tools", 2: "I/O"}

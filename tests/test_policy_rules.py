@@ -532,6 +532,17 @@ def test_roles_granting_secrets_are_reported(rule: dict[str, Any]) -> None:
     assert "on secrets" in found[0]
 
 
+def test_reading_one_named_secret_is_allowed_and_nothing_more() -> None:
+    named = {"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["scrape-token"]}
+    assert messages([role([{**named, "verbs": ["get", "list", "watch"]}], "Role")], "no-rbac-secrets") == []
+    for verbs in (["get", "update"], ["*"], ["create"]):
+        assert len(messages([role([{**named, "verbs": verbs}], "Role")], "no-rbac-secrets")) == 1
+    wildcard = {**named, "resourceNames": ["*"], "verbs": ["get"]}
+    assert len(messages([role([wildcard], "Role")], "no-rbac-secrets")) == 1
+    unnamed_and_more = {**named, "resources": ["secrets", "configmaps"], "verbs": ["get"]}
+    assert len(messages([role([unnamed_and_more], "Role")], "no-rbac-secrets")) == 1
+
+
 def test_wildcards_of_another_api_group_do_not_reach_secrets() -> None:
     assert (
         messages([role([{"apiGroups": ["apps"], "resources": ["*"], "verbs": ["get"]}])], "no-rbac-secrets")

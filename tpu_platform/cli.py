@@ -26,6 +26,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("whatif", "tpu_platform.sim.whatif"),
     ("policy", "tpu_platform.commands.policy"),
     ("review", "tpu_platform.commands.review"),
+    ("status", "tpu_platform.commands.status"),
 )
 
 # Modules an optional extra brings, and that extra (pyproject.toml [project.optional-dependencies]).
@@ -36,11 +37,13 @@ EXTRAS = {
     "kubernetes_validate": "lint",
     "matplotlib": "sim",
     "pulumi_policy": "policy",
+    "kubernetes": "controller",
 }
 
 EXIT_CODES = """exit codes:
   0    ok
-  1    findings at --fail-on or worse (lint), stale plans (plan --check), violations (policy)
+  1    findings at --fail-on or worse (lint), stale plans (plan --check), violations (policy),
+       a failed read (status)
   2    usage error or invalid input (a stack or manifest that does not validate)
   130  interrupted; a closed output pipe ends the command quietly with 141, as SIGPIPE would"""
 

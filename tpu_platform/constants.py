@@ -19,6 +19,8 @@ from .hotswap.core import constants as _controller
 KUEUE_NAMESPACE: Final = "kueue-system"
 JOBSET_NAMESPACE: Final = "jobset-system"
 NODE_LEASE_NAMESPACE: Final = _controller.NODE_LEASE_NAMESPACE
+# Google Managed Prometheus' own namespace: its collectors read PodMonitoring secrets from there.
+GMP_NAMESPACE: Final = "gmp-system"
 # Namespaces every cluster has: a team may queue work there, but the platform never creates or owns them.
 BUILTIN_NAMESPACES: Final = frozenset({"default"})
 # Namespaces that belong to Kubernetes, GKE or the platform's controllers: never a team's, never the
@@ -32,7 +34,7 @@ RESERVED_NAMESPACES: Final = frozenset(
         JOBSET_NAMESPACE,
         "gke-managed-system",
         "gke-gmp-system",
-        "gmp-system",
+        GMP_NAMESPACE,
         "gmp-public",
     }
 )
@@ -65,3 +67,4 @@ LABEL_CAPACITY: Final = f"{DOMAIN}/capacity"
 OVERCOMMIT_ANNOTATION: Final = f"{DOMAIN}/tpu-overcommit"
 HOTSWAP_OPT_IN_LABEL: Final = _controller.OPT_IN_LABEL
 HOTSWAP_OPT_IN_VALUE: Final = _controller.OPT_IN_VALUE
+HOTSWAP_REPORTING_CONTROLLER: Final = _controller.REPORTING_CONTROLLER

@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from tpu_platform.hotswap.adapter.api import JSON, ApiError, Resource
-from tpu_platform.hotswap.core import constants as k
 
 
 def _unescape(token: str) -> str:
@@ -149,13 +148,13 @@ class FakeApi:
         self.calls.append(("create_event", namespace, copy.deepcopy(body)))
         self._maybe_fail("create_event")
 
-    def get_lease(self, namespace: str, name: str) -> JSON | None:
+    def get_lease(self, namespace: str, name: str, *, timeout: float | None = None) -> JSON | None:
         self.calls.append(("get_lease", namespace, name))
         self._maybe_fail("get_lease")
         lease = self.leases.get((namespace, name))
         return copy.deepcopy(lease) if lease is not None else None
 
-    def create_lease(self, namespace: str, body: JSON) -> JSON:
+    def create_lease(self, namespace: str, body: JSON, *, timeout: float | None = None) -> JSON:
         self.calls.append(("create_lease", namespace, copy.deepcopy(body)))
         self._maybe_fail("create_lease")
         key = (namespace, body["metadata"]["name"])
@@ -167,7 +166,7 @@ class FakeApi:
         self.leases[key] = stored
         return copy.deepcopy(stored)
 
-    def replace_lease(self, namespace: str, name: str, body: JSON) -> JSON:
+    def replace_lease(self, namespace: str, name: str, body: JSON, *, timeout: float | None = None) -> JSON:
         self.calls.append(("replace_lease", namespace, name, copy.deepcopy(body)))
         self._maybe_fail("replace_lease")
         current = self.leases.get((namespace, name))
@@ -182,163 +181,7 @@ class FakeApi:
         return copy.deepcopy(stored)
 
 
-# --- raw objects ----------------------------------------------------------------------------------
-def ts(t: float) -> str:
-    from tpu_platform.hotswap.core import format_time
+# --- raw objects: one home, shared with the API double ------------------------------------------
+from tests.kubeapi.objects import jobset_obj, node_lease_obj, node_obj, pod_obj, ts  # noqa: E402
 
-    return format_time(t)
-
-
-def node_obj(
-    name: str,
-    pool: str,
-    *,
-    ready: str = "True",
-    since: float = 0.0,
-    topology: str = "4x4",
-    taints: list[JSON] | None = None,
-    annotations: dict[str, str] | None = None,
-) -> JSON:
-    meta: JSON = {
-        "name": name,
-        "uid": f"uid-{name}",
-        "creationTimestamp": ts(0),
-        "labels": {
-            k.NODEPOOL_LABEL: pool,
-            k.TPU_ACCELERATOR_LABEL: "tpu-v6e-slice",
-            k.TPU_TOPOLOGY_LABEL: topology,
-            "node.kubernetes.io/instance-type": "ct6e-standard-4t",
-        },
-    }
-    if annotations is not None:
-        meta["annotations"] = annotations
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": meta,
-        "spec": {
-            "taints": taints
-            if taints is not None
-            else [{"key": k.TPU_RESOURCE, "value": "present", "effect": "NoSchedule"}]
-        },
-        "status": {
-            "capacity": {k.TPU_RESOURCE: "4"},
-            "conditions": [
-                {"type": "MemoryPressure", "status": "False", "lastTransitionTime": ts(0)},
-                {"type": "Ready", "status": ready, "lastTransitionTime": ts(since)},
-            ],
-        },
-    }
-
-
-def node_lease_obj(node: str, renewed: float | None, *, namespace: str = k.NODE_LEASE_NAMESPACE) -> JSON:
-    """The Lease a kubelet keeps for its node (renewTime None: a Lease never renewed)."""
-    spec: JSON = {"holderIdentity": node, "leaseDurationSeconds": 40}
-    if renewed is not None:
-        spec["renewTime"] = ts(renewed)
-    return {
-        "apiVersion": "coordination.k8s.io/v1",
-        "kind": "Lease",
-        "metadata": {"name": node, "namespace": namespace},
-        "spec": spec,
-    }
-
-
-def pod_obj(
-    name: str,
-    jobset: str,
-    *,
-    job: str,
-    node: str | None,
-    priority: int,
-    namespace: str = "default",
-    phase: str = "Running",
-    started: float | None = 0.0,
-    unschedulable_since: float | None = None,
-    deletion: float | None = None,
-) -> JSON:
-    meta: JSON = {
-        "name": name,
-        "namespace": namespace,
-        "uid": f"uid-{name}",
-        "creationTimestamp": ts(0),
-        "labels": {k.JOBSET_NAME_LABEL: jobset, k.JOB_NAME_LABEL: job},
-    }
-    if deletion is not None:
-        meta["deletionTimestamp"] = ts(deletion)
-    status: JSON = {"phase": phase}
-    if started is not None and node is not None:
-        status["startTime"] = ts(started)
-    if unschedulable_since is not None:
-        status["conditions"] = [
-            {
-                "type": "PodScheduled",
-                "status": "False",
-                "reason": "Unschedulable",
-                "lastTransitionTime": ts(unschedulable_since),
-            }
-        ]
-    spec: JSON = {
-        "priority": priority,
-        "priorityClassName": "some-class",
-        "containers": [{"name": "jax", "resources": {"limits": {k.TPU_RESOURCE: "4"}}}],
-    }
-    if node is not None:
-        spec["nodeName"] = node
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
-
-
-def jobset_obj(
-    name: str,
-    *,
-    namespace: str = "default",
-    replicas: int = 1,
-    managed: bool = True,
-    topology: str = "4x4",
-    ignore_disruptions: bool = False,
-    annotations: dict[str, str] | None = None,
-    status: JSON | None = None,
-) -> JSON:
-    ann = {k.EXCLUSIVE_TOPOLOGY_ANNOTATION: k.NODEPOOL_LABEL, **(annotations or {})}
-    labels = {k.OPT_IN_LABEL: k.OPT_IN_VALUE} if managed else {}
-    job_spec: JSON = {
-        "backoffLimit": 0,
-        "completions": 4,
-        "parallelism": 4,
-        "template": {
-            "spec": {
-                "nodeSelector": {k.TPU_ACCELERATOR_LABEL: "tpu-v6e-slice", k.TPU_TOPOLOGY_LABEL: topology},
-                "priorityClassName": "high-priority-job",
-                "containers": [{"name": "jax", "resources": {"limits": {k.TPU_RESOURCE: 4}}}],
-            }
-        },
-    }
-    policy: JSON = {"maxRestarts": 10, "restartStrategy": "BlockingRecreate"}
-    if ignore_disruptions:
-        job_spec["podFailurePolicy"] = {
-            "rules": [{"action": "FailJob", "onPodConditions": [{"type": "DisruptionTarget"}]}]
-        }
-        policy["rules"] = [
-            {
-                "name": "disruptions",
-                "action": "RestartJobSetAndIgnoreMaxRestarts",
-                "onJobFailureReasons": ["PodFailurePolicy"],
-            }
-        ]
-    return {
-        "apiVersion": "jobset.x-k8s.io/v1alpha2",
-        "kind": "JobSet",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "uid": f"uid-js-{name}",
-            "creationTimestamp": ts(0),
-            "labels": labels,
-            "annotations": ann,
-        },
-        "spec": {
-            "failurePolicy": policy,
-            "replicatedJobs": [{"name": "slice", "replicas": replicas, "template": {"spec": job_spec}}],
-        },
-        "status": status or {"restarts": 0},
-    }
+__all__ = ["FakeApi", "jobset_obj", "json_patch", "node_lease_obj", "node_obj", "pod_obj", "ts"]

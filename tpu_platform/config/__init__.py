@@ -13,6 +13,7 @@ from .cohorts import CohortConfig
 from .hotswap import HotswapConfig, ImageBuildConfig
 from .kueue import ControllerConfig, KueueConfig
 from .loader import parse_platform, read_stack
+from .monitoring import AlertBoundsConfig, MonitoringConfig, NotificationChannelConfig
 from .platform import PlatformConfig
 from .pools import CapacityConfig, SlicePoolConfig
 from .priorities import PriorityConfig
@@ -21,6 +22,7 @@ from .quota import QuotaConfig
 from .teams import NamespaceConfig, TeamConfig
 
 __all__ = [
+    "AlertBoundsConfig",
     "CapacityConfig",
     "ClusterConfig",
     "CohortConfig",
@@ -29,7 +31,9 @@ __all__ = [
     "ImageBuildConfig",
     "KueueConfig",
     "Loc",
+    "MonitoringConfig",
     "NamespaceConfig",
+    "NotificationChannelConfig",
     "PlatformConfig",
     "PriorityConfig",
     "Problem",

@@ -12,6 +12,7 @@ from .cluster import ClusterConfig
 from .cohorts import CohortConfig
 from .hotswap import HotswapConfig
 from .kueue import KueueConfig
+from .monitoring import MonitoringConfig
 from .pools import SlicePoolConfig
 from .priorities import DEFAULT_PRIORITIES, PriorityConfig
 from .teams import TeamConfig
@@ -31,6 +32,7 @@ class PlatformConfig(StackModel):
     teams: list[TeamConfig] = Field(default_factory=list)
     hotswap: HotswapConfig = HotswapConfig()
     acknowledge_replacement: list[str] = Field(default_factory=list)  # TPU pools `plan --check` may replace
+    monitoring: MonitoringConfig = MonitoringConfig()
 
     @property
     def cluster_location(self) -> str:

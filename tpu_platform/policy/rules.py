@@ -456,11 +456,22 @@ def check_cluster_admin(resource: Resource, config: Config) -> list[str]:
     return []
 
 
+READ_VERBS = frozenset({"get", "list", "watch"})
+
+
 def _grants_secrets(rule: Any) -> bool:
+    """Access to Secrets, except reading named ones: Managed Prometheus' collector reads the one
+    scrape token of a namespace through a Role limited by ``resourceNames`` (as prometheus-engine's
+    own ``e2e/authorization_test.go`` grants it)."""
     resources = [str(r) for r in as_list(dig(rule, "resources"))]
     groups = as_list(dig(rule, "apiGroups")) or [""]
     core = "" in groups or "*" in groups
-    return core and any(r in {"*", "secrets"} or r.startswith("secrets/") for r in resources)
+    if not core or not any(r in {"*", "secrets"} or r.startswith("secrets/") for r in resources):
+        return False
+    names = [str(n) for n in as_list(dig(rule, "resourceNames"))]
+    verbs = {str(v) for v in as_list(dig(rule, "verbs"))}
+    named_read = resources == ["secrets"] and bool(names) and "*" not in names and verbs <= READ_VERBS
+    return not named_read
 
 
 def _third_party(stack: Stack, resource: Resource, charts: list[str]) -> bool:
@@ -560,8 +571,8 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "no-rbac-secrets",
-        "No Role or ClusterRole of the platform grants access to Secrets (upstream installs listed "
-        "in thirdPartyCharts keep their own RBAC).",
+        "No Role or ClusterRole of the platform grants access to Secrets beyond reading named ones "
+        "(upstream installs listed in thirdPartyCharts keep their own RBAC).",
         stack_check=check_rbac_secrets,
         config_properties={
             "thirdPartyCharts": {

@@ -18,6 +18,7 @@ from .cohorts import check_cohorts
 from .hotswap import check_hotswap
 from .kueue import check_kueue
 from .locations import check_locations
+from .monitoring import check_monitoring
 from .pools import check_pools
 from .priorities import check_priorities
 from .teams import check_teams
@@ -34,6 +35,7 @@ CHECKS: tuple[Check, ...] = (
     check_teams,
     check_quota_capacity,
     check_hotswap,
+    check_monitoring,
 )
 
 

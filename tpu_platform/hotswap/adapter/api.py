@@ -15,14 +15,44 @@ JOBSET_GROUP = "jobset.x-k8s.io"
 JOBSET_VERSION = "v1alpha2"
 
 
-class ApiError(Exception):
-    """An API call failed; ``status`` is the HTTP status (0 if no response)."""
+TRANSPORT = 0
+"""``ApiError.status`` when no HTTP status came back: refused, reset, timed out, TLS, bad JSON."""
 
-    def __init__(self, status: int, reason: str = "", body: str = "") -> None:
+
+class ApiError(Exception):
+    """Any failed API call, and the only error the transport raises.
+
+    ``status`` is the HTTP status, or :data:`TRANSPORT` (0) when there was no usable response.
+    ``retry_after`` is the server's Retry-After in seconds (header or Status
+    ``details.retryAfterSeconds``), if it sent one. ``cause`` is the Status ``details.causes[].reason``
+    list (e.g. ``ResourceVersionTooLarge``), so callers need not parse messages.
+    """
+
+    def __init__(
+        self,
+        status: int,
+        reason: str = "",
+        body: str = "",
+        *,
+        retry_after: float | None = None,
+        causes: tuple[str, ...] = (),
+    ) -> None:
         self.status = status
         self.reason = reason
         self.body = body
+        self.retry_after = retry_after
+        self.causes = causes
         super().__init__(f"{status} {reason}".strip())
+
+    @property
+    def transport(self) -> bool:
+        """No HTTP status: the request may or may not have reached the server."""
+        return self.status == TRANSPORT
+
+    @property
+    def retryable(self) -> bool:
+        """Worth retrying later unchanged: transport errors, 429 and 5xx."""
+        return self.status in (TRANSPORT, 429) or self.status >= 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,12 +95,12 @@ class KubeApi(Protocol):
 
     def create_event(self, namespace: str, body: JSON) -> None: ...
 
-    def get_lease(self, namespace: str, name: str) -> JSON | None:
+    def get_lease(self, namespace: str, name: str, *, timeout: float | None = None) -> JSON | None:
         """The Lease, or None if it does not exist."""
         ...
 
-    def create_lease(self, namespace: str, body: JSON) -> JSON: ...
+    def create_lease(self, namespace: str, body: JSON, *, timeout: float | None = None) -> JSON: ...
 
-    def replace_lease(self, namespace: str, name: str, body: JSON) -> JSON:
+    def replace_lease(self, namespace: str, name: str, body: JSON, *, timeout: float | None = None) -> JSON:
         """PUT with the body's resourceVersion: 409 if someone else updated it first."""
         ...

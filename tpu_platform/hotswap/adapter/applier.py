@@ -11,6 +11,14 @@ If tainting a pool fails, its fail-fast evictions are skipped this round (restar
 on the broken slice); if recording a preemption fails, its evictions are skipped (the record is what
 keeps the next reconcile from choosing another victim); if an eviction fails, the force delete of the
 same pod is skipped (force delete must not bypass a PDB refusal).
+
+Every write first passes the fence (``may_write``: the leader holds the lease with margin, and the
+process is not shutting down), checked per write, not per batch: a renewal lost halfway through a
+batch stops the rest of it at once. A failed write never stops the batch: each action gets its own
+outcome, and a target that failed with a retryable error (transport, 429, 5xx) waits out its own
+exponential backoff (:class:`~tpu_platform.hotswap.adapter.ratelimit.ItemBackoff`, Retry-After as a
+floor) while the rest proceed. An Event is only sent when the writes it reports were all applied:
+no Event claims an eviction, a taint or a preemption that was not issued.
 """
 
 from __future__ import annotations
@@ -23,6 +31,8 @@ from datetime import UTC, datetime
 from enum import StrEnum
 
 from tpu_platform.hotswap.adapter.api import JOBSET_GROUP, JOBSET_VERSION, JSON, ApiError, KubeApi
+from tpu_platform.hotswap.adapter.ratelimit import ItemBackoff
+from tpu_platform.hotswap.core import constants as k
 from tpu_platform.hotswap.core.actions import (
     Action,
     AnnotateJobSet,
@@ -47,6 +57,10 @@ class Outcome(StrEnum):
     BLOCKED = "blocked"
     """429 on eviction: a PodDisruptionBudget refused it."""
     SKIPPED = "skipped"
+    FENCED = "fenced"
+    """Not issued: the lease is not held with margin, or the process is stopping."""
+    BACKOFF = "backoff"
+    """Not issued: this target failed recently and waits out its backoff."""
     FAILED = "failed"
 
 
@@ -55,6 +69,9 @@ class ApplyResult:
     action: Action
     outcome: Outcome
     detail: str = ""
+    status: int | None = None
+    """HTTP status of the write (0: transport error; None: not issued)."""
+    retry_after: float | None = None
 
 
 def micro_time(t: float) -> str:
@@ -154,6 +171,49 @@ def _outcome(err: ApiError, *, eviction: bool = False) -> Outcome:
     return Outcome.FAILED
 
 
+def target(action: Action) -> str:
+    """The object an action writes (the per-item backoff key)."""
+    match action:
+        case PatchNode():
+            return f"node/{action.node}"
+        case AnnotateJobSet():
+            return f"jobset/{action.key}"
+        case EvictPod() | ForceDeletePod():
+            return f"pod/{action.key}"
+        case EmitEvent():
+            return f"event/{action.kind}/{action.namespace}/{action.name}/{action.reason}"
+    return ""
+
+
+def _reported(event: EmitEvent, actions: Sequence[Action]) -> list[Action]:
+    """The writes an Event reports (see the core's ``EmitEvent`` uses)."""
+    key = f"{event.namespace}/{event.name}"
+    if event.kind == "Node":
+        return [a for a in actions if isinstance(a, PatchNode) and a.node == event.name]
+    if event.action == "Evict":
+        return [
+            a
+            for a in actions
+            if isinstance(a, EvictPod) and a.cause is EvictionCause.FAIL_FAST and a.jobset == key
+        ]
+    if event.action == "ForceDelete":
+        return [a for a in actions if isinstance(a, ForceDeletePod) and a.jobset == key]
+    if event.action == "Preempt":
+        victims = {
+            a.key
+            for a in actions
+            if isinstance(a, AnnotateJobSet)
+            and (a.key == key or dict(a.annotations).get(k.PREEMPTED_FOR_ANNOTATION) == key)
+        }
+        return [
+            a
+            for a in actions
+            if (isinstance(a, AnnotateJobSet) and a.key in victims)
+            or (isinstance(a, EvictPod) and a.cause is EvictionCause.PREEMPTION and a.jobset in victims)
+        ]
+    return []
+
+
 class Applier:
     def __init__(
         self,
@@ -162,21 +222,40 @@ class Applier:
         identity: str,
         node_event_namespace: str = "default",
         clock: Callable[[], float] = time.time,
+        may_write: Callable[[], bool] = lambda: True,
+        backoff: ItemBackoff | None = None,
     ) -> None:
         self.api = api
         self.identity = identity
         self.node_event_namespace = node_event_namespace
         self.clock = clock
+        self.may_write = may_write
+        self.backoff = backoff if backoff is not None else ItemBackoff()
 
     def apply(self, actions: Sequence[Action], snapshot: Snapshot) -> list[ApplyResult]:
-        """Apply in order; failures are logged, returned and retried by the next reconcile."""
+        """Apply in order; every action gets an outcome, failures are retried by a later reconcile."""
         nodes = {n.name: n for n in snapshot.nodes}
         untainted_pools: set[str] = set()
         unrecorded: set[str] = set()
         failed_evictions: set[str] = set()
         results: list[ApplyResult] = []
+        outcomes: dict[int, Outcome] = {}
         for action in actions:
-            result = self._apply_one(action, nodes, untainted_pools, unrecorded, failed_evictions)
+            if isinstance(action, EmitEvent):
+                unissued = [
+                    a
+                    for a in _reported(action, actions)
+                    if outcomes.get(id(a)) not in (Outcome.APPLIED, None)
+                ]
+                if unissued:
+                    result = ApplyResult(
+                        action, Outcome.SKIPPED, f"{len(unissued)} reported write(s) not applied"
+                    )
+                else:
+                    result = self._fenced(action, nodes, untainted_pools, unrecorded, failed_evictions)
+            else:
+                result = self._fenced(action, nodes, untainted_pools, unrecorded, failed_evictions)
+            outcomes[id(action)] = result.outcome
             results.append(result)
             ok = result.outcome in (Outcome.APPLIED, Outcome.GONE)
             if not ok:
@@ -202,6 +281,32 @@ class Applier:
             )
         return results
 
+    def _fenced(
+        self,
+        action: Action,
+        nodes: dict[str, Node],
+        untainted_pools: set[str],
+        unrecorded: set[str],
+        failed_evictions: set[str],
+    ) -> ApplyResult:
+        """Backoff and fence checks around one write, and the backoff bookkeeping after it."""
+        key = target(action)
+
+        def gate() -> ApplyResult | None:
+            wait = self.backoff.waiting(key)
+            if wait > 0:
+                return ApplyResult(action, Outcome.BACKOFF, f"retry in {wait:.1f}s")
+            if not self.may_write():
+                return ApplyResult(action, Outcome.FENCED, "lease not held with margin, or stopping")
+            return None
+
+        result = self._apply_one(action, nodes, untainted_pools, unrecorded, failed_evictions, gate=gate)
+        if result.outcome in (Outcome.APPLIED, Outcome.GONE, Outcome.CONFLICT):
+            self.backoff.forget(key)
+        elif result.outcome in (Outcome.FAILED, Outcome.BLOCKED):
+            self.backoff.failed(key, result.retry_after)
+        return result
+
     def _apply_one(
         self,
         action: Action,
@@ -209,6 +314,8 @@ class Applier:
         untainted_pools: set[str],
         unrecorded: set[str],
         failed_evictions: set[str],
+        *,
+        gate: Callable[[], ApplyResult | None] = lambda: None,
     ) -> ApplyResult:
         try:
             match action:
@@ -219,8 +326,12 @@ class Applier:
                     ops = node_patch(node, action)
                     if len(ops) <= 1:
                         return ApplyResult(action, Outcome.SKIPPED, "nothing to change")
+                    if (held := gate()) is not None:
+                        return held
                     self.api.patch_node(action.node, ops)
                 case AnnotateJobSet():
+                    if (held := gate()) is not None:
+                        return held
                     self.api.patch_jobset(action.namespace, action.name, jobset_patch(action))
                 case EvictPod():
                     if action.cause is EvictionCause.FAIL_FAST and action.pool in untainted_pools:
@@ -229,10 +340,14 @@ class Applier:
                         )
                     if action.cause is EvictionCause.PREEMPTION and action.jobset in unrecorded:
                         return ApplyResult(action, Outcome.SKIPPED, "preemption record not written")
+                    if (held := gate()) is not None:
+                        return held
                     self.api.evict_pod(action.namespace, action.name, eviction_body(action))
                 case ForceDeletePod():
                     if action.key in failed_evictions:
                         return ApplyResult(action, Outcome.SKIPPED, "eviction of this pod failed")
+                    if (held := gate()) is not None:
+                        return held
                     self.api.delete_pod(action.namespace, action.name, grace_period_seconds=0, uid=action.uid)
                 case EmitEvent():
                     namespace, body = event_body(
@@ -241,10 +356,18 @@ class Applier:
                         now=self.clock(),
                         node_namespace=self.node_event_namespace,
                     )
+                    if (held := gate()) is not None:
+                        return held
                     self.api.create_event(namespace, body)
         except ApiError as err:
-            return ApplyResult(action, _outcome(err, eviction=isinstance(action, EvictPod)), str(err))
-        return ApplyResult(action, Outcome.APPLIED)
+            return ApplyResult(
+                action,
+                _outcome(err, eviction=isinstance(action, EvictPod)),
+                str(err),
+                status=err.status,
+                retry_after=err.retry_after,
+            )
+        return ApplyResult(action, Outcome.APPLIED, status=200)
 
 
 def _describe(action: Action) -> dict[str, str]:

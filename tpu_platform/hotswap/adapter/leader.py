@@ -1,14 +1,34 @@
-"""Leader election on a coordination.k8s.io/v1 Lease, following client-go's leaderelection.
+"""Leader election on a coordination.k8s.io/v1 Lease with client-go's semantics.
 
-Only the leader applies actions. Expiry is judged on the local clock from when the lease record was
-last seen to change (as client-go does), never by comparing our clock with another pod's renewTime.
-A leader that cannot renew within the renew deadline stops acting before any other candidate may
-take over (renew deadline < lease duration).
+Model: ``k8s.io/client-go/tools/leaderelection/leaderelection.go`` (client-go v0.34, the
+``kubernetes`` 37 client's server line):
+
+- ``LeaseDuration`` 15 s: how long a candidate waits after it last saw the record change before it
+  may take the lease over. ``RenewDeadline`` 10 s: how long the leader keeps retrying a renewal
+  before it gives up leading. ``RetryPeriod`` 2 s: the wait between attempts; candidates that do
+  not lead wait ``RetryPeriod * (1 + 1.2 * rand)`` (``wait.JitterUntil`` with ``JitterFactor`` 1.2).
+  These are kube-controller-manager's ``--leader-elect-lease-duration/-renew-deadline/-retry-period``
+  defaults, and client-go requires ``LeaseDuration > RenewDeadline > RetryPeriod * JitterFactor``.
+- Expiry is judged on the local monotonic clock from when the record was last seen to change,
+  never by comparing our clock with another pod's ``renewTime``.
+- A renewal that fails (any exception: API status, transport, timeout) is retried every retry
+  period; when none succeeded for ``RenewDeadline`` the leader has lost the lease. Losing it (or
+  seeing another holder) sets :attr:`LeaderElector.lost` and calls ``on_lost``: like client-go's
+  ``OnStoppedLeading`` (which controllers make fatal), the process stops writing at once and exits,
+  so Kubernetes restarts it clean.
+- Fencing (:meth:`LeaderElector.may_write`): a write is issued only while the last successful
+  renewal, timed from *before* its request was sent, is younger than ``RenewDeadline`` minus a
+  margin (:attr:`LeaderElector.write_margin`, default one retry period). Another candidate can
+  only take over ``LeaseDuration`` after it saw that renewal, so a fenced write reaches the server
+  at least ``LeaseDuration - RenewDeadline + margin`` (7 s by default) before anyone else may lead.
+- The elector thread never releases the lease; the process does once, after its last write has
+  returned (:meth:`LeaderElector.release` is idempotent, so there is no second release and 409).
 """
 
 from __future__ import annotations
 
 import logging
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -18,6 +38,7 @@ from tpu_platform.hotswap.adapter.api import JSON, ApiError, KubeApi
 from tpu_platform.hotswap.adapter.applier import micro_time
 
 log = logging.getLogger("hotswap.leader")
+JITTER_FACTOR = 1.2
 
 
 class LeaderElector:
@@ -31,9 +52,12 @@ class LeaderElector:
         lease_duration: float = 15.0,
         renew_deadline: float = 10.0,
         retry_period: float = 2.0,
+        write_margin: float | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
         on_change: Callable[[bool], None] | None = None,
+        on_lost: Callable[[], None] | None = None,
+        rng: random.Random | None = None,
     ) -> None:
         if not retry_period < renew_deadline < lease_duration:
             raise ValueError("need retry_period < renew_deadline < lease_duration")
@@ -44,48 +68,98 @@ class LeaderElector:
         self.lease_duration = lease_duration
         self.renew_deadline = renew_deadline
         self.retry_period = retry_period
+        self.write_margin = retry_period if write_margin is None else write_margin
+        self.request_timeout = max(0.5, min(5.0, renew_deadline / 2))
+        """Per-call timeout for lease requests: a hung call cannot eat the renew deadline."""
         self.clock = clock
         self.wall_clock = wall_clock
         self.on_change = on_change
+        self.on_lost = on_lost
+        self.rng = rng or random.Random()
+        self.lost = threading.Event()
+        """Set once this process led and then lost the lease; it must write nothing more."""
+        self.transitions = 0
+        """Times this process started leading."""
+        self.last_beat = clock()
+        """When the elector loop last came round (liveness)."""
         self._observed: tuple[Any, ...] | None = None
         self._observed_at = 0.0
         self._renewed_at: float | None = None
         self._was_leader = False
+        self._released = False
+        self._lock = threading.RLock()
 
+    # --- state -------------------------------------------------------------------------------------
     def is_leader(self) -> bool:
         """True while the last successful renewal is younger than the renew deadline."""
-        leading = self._renewed_at is not None and self.clock() - self._renewed_at < self.renew_deadline
-        if leading != self._was_leader:
-            self._was_leader = leading
-            log.info("leadership changed", extra={"fields": {"leader": leading, "identity": self.identity}})
-            if self.on_change is not None:
-                self.on_change(leading)
-        return leading
+        with self._lock:
+            leading = (
+                not self.lost.is_set()
+                and self._renewed_at is not None
+                and self.clock() - self._renewed_at < self.renew_deadline
+            )
+            if leading != self._was_leader:
+                self._was_leader = leading
+                log.info(
+                    "leadership changed", extra={"fields": {"leader": leading, "identity": self.identity}}
+                )
+                if leading:
+                    self.transitions += 1
+                if self.on_change is not None:
+                    self.on_change(leading)
+                if not leading and not self._released:
+                    self._lose("renew deadline passed or lease taken")
+            return leading
 
+    def may_write(self) -> bool:
+        """The fence every write passes: leading, with ``write_margin`` to spare before the deadline."""
+        with self._lock:
+            if not self.is_leader() or self._renewed_at is None:
+                return False
+            return self.clock() - self._renewed_at < self.renew_deadline - self.write_margin
+
+    def _lose(self, why: str) -> None:
+        if self.lost.is_set():
+            return
+        self.lost.set()
+        self._renewed_at = None
+        log.error("lost the lease: stopping", extra={"fields": {"identity": self.identity, "why": why}})
+        if self.on_lost is not None:
+            self.on_lost()
+
+    # --- one attempt -------------------------------------------------------------------------------
     def try_acquire_or_renew(self) -> bool:
-        now = self.clock()
+        """One attempt; never raises. True if this process leads afterwards."""
+        if self.lost.is_set() or self._released:
+            return False
+        started = self.clock()
         try:
-            lease = self.api.get_lease(self.namespace, self.name)
-        except ApiError as err:
-            log.warning("lease read failed", extra={"fields": {"error": str(err)}})
+            lease = self.api.get_lease(self.namespace, self.name, timeout=self.request_timeout)
+        except Exception as err:  # noqa: BLE001 - the elector survives every failure
+            log.warning("lease read failed", extra={"fields": {"error": f"{type(err).__name__}: {err}"}})
             return self.is_leader()
         if lease is None:
-            return self._write(None, now, holder="", transitions=0)
+            return self._write(None, started, holder="", transitions=0)
         spec = lease.get("spec") or {}
         holder = str(spec.get("holderIdentity") or "")
-        transitions = int(spec.get("leaseTransitions") or 0)
+        try:
+            transitions = int(spec.get("leaseTransitions") or 0)
+            duration = float(spec.get("leaseDurationSeconds") or self.lease_duration)
+        except (TypeError, ValueError):
+            transitions, duration = 0, self.lease_duration
         record = (holder, spec.get("renewTime"), transitions, spec.get("leaseDurationSeconds"))
-        if record != self._observed:
-            self._observed = record
-            self._observed_at = now
-        duration = float(spec.get("leaseDurationSeconds") or self.lease_duration)
-        if holder and holder != self.identity and now < self._observed_at + duration:
-            self._renewed_at = None
-            self.is_leader()
-            return False
-        return self._write(lease, now, holder=holder, transitions=transitions)
+        with self._lock:
+            if record != self._observed:
+                self._observed = record
+                self._observed_at = self.clock()
+            if holder and holder != self.identity and self.clock() < self._observed_at + duration:
+                if self._renewed_at is not None:
+                    self._lose(f"lease held by {holder}")
+                self.is_leader()
+                return False
+        return self._write(lease, started, holder=holder, transitions=transitions)
 
-    def _write(self, lease: JSON | None, now: float, *, holder: str, transitions: int) -> bool:
+    def _write(self, lease: JSON | None, started: float, *, holder: str, transitions: int) -> bool:
         stamp = micro_time(self.wall_clock())
         spec: JSON = dict((lease or {}).get("spec") or {})
         spec.update(
@@ -97,28 +171,51 @@ class LeaderElector:
         metadata: JSON = {"name": self.name, "namespace": self.namespace}
         try:
             if lease is None:
-                self.api.create_lease(self.namespace, self._body(metadata, spec))
+                self.api.create_lease(
+                    self.namespace, self._body(metadata, spec), timeout=self.request_timeout
+                )
             else:
                 metadata["resourceVersion"] = (lease.get("metadata") or {}).get("resourceVersion", "")
-                self.api.replace_lease(self.namespace, self.name, self._body(metadata, spec))
-        except ApiError as err:
-            log.info("lease update failed", extra={"fields": {"status": err.status, "error": str(err)}})
+                self.api.replace_lease(
+                    self.namespace, self.name, self._body(metadata, spec), timeout=self.request_timeout
+                )
+        except Exception as err:  # noqa: BLE001 - the elector survives every failure
+            status = err.status if isinstance(err, ApiError) else None
+            log.info("lease update failed", extra={"fields": {"status": status, "error": str(err)}})
             return self.is_leader()
-        self._renewed_at = now
-        self._observed = (self.identity, stamp, spec.get("leaseTransitions", 0), spec["leaseDurationSeconds"])
-        self._observed_at = now
+        with self._lock:
+            if self.lost.is_set() or self._released:
+                return False
+            self._renewed_at = started
+            self._observed = (
+                self.identity,
+                stamp,
+                spec.get("leaseTransitions", 0),
+                spec["leaseDurationSeconds"],
+            )
+            self._observed_at = self.clock()
         return self.is_leader()
 
     @staticmethod
     def _body(metadata: JSON, spec: JSON) -> JSON:
         return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": metadata, "spec": spec}
 
+    # --- shutdown ----------------------------------------------------------------------------------
     def release(self) -> None:
-        """Give the lease up on shutdown so a successor need not wait for it to expire."""
-        if not self.is_leader():
+        """Give the lease up once, on shutdown, after the last write returned."""
+        with self._lock:
+            if self._released:
+                return
+            leading = self.is_leader()
+            self._released = True
+            self._renewed_at = None
+            self._was_leader = False
+        if self.on_change is not None and leading:
+            self.on_change(False)
+        if not leading:
             return
         try:
-            lease = self.api.get_lease(self.namespace, self.name)
+            lease = self.api.get_lease(self.namespace, self.name, timeout=self.request_timeout)
             if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self.identity:
                 return
             stamp = micro_time(self.wall_clock())
@@ -129,16 +226,28 @@ class LeaderElector:
                 "namespace": self.namespace,
                 "resourceVersion": (lease.get("metadata") or {}).get("resourceVersion", ""),
             }
-            self.api.replace_lease(self.namespace, self.name, self._body(metadata, spec))
-        except ApiError as err:
-            log.warning("lease release failed", extra={"fields": {"error": str(err)}})
-        finally:
-            self._renewed_at = None
-            self.is_leader()
+            self.api.replace_lease(
+                self.namespace, self.name, self._body(metadata, spec), timeout=self.request_timeout
+            )
+            log.info("lease released", extra={"fields": {"identity": self.identity}})
+        except Exception as err:  # noqa: BLE001 - the elector survives every failure
+            log.warning("lease release failed", extra={"fields": {"error": f"{type(err).__name__}: {err}"}})
+
+    # --- loop --------------------------------------------------------------------------------------
+    def next_wait(self) -> float:
+        """The leader renews every retry period; candidates wait with client-go's jitter."""
+        if self.is_leader():
+            return self.retry_period
+        return self.retry_period * (1.0 + JITTER_FACTOR * self.rng.random())
 
     def run(self, stop: threading.Event) -> None:
-        """Try to acquire or renew every retry period until ``stop``; release on the way out."""
-        while not stop.is_set():
-            self.try_acquire_or_renew()
-            stop.wait(self.retry_period)
-        self.release()
+        """Acquire, then renew, until ``stop`` or the lease is lost. Survives every exception."""
+        while not stop.is_set() and not self.lost.is_set():
+            self.last_beat = self.clock()
+            try:
+                self.try_acquire_or_renew()
+                wait = self.next_wait()
+            except Exception:
+                log.exception("leader election attempt failed")
+                wait = self.retry_period
+            stop.wait(wait)

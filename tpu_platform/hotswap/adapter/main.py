@@ -88,8 +88,9 @@ def run(cfg: Config, *, identity: str, kubeconfig: str | None) -> int:
     from tpu_platform.hotswap.adapter.probes import ProbeServer
 
     rt = cfg.runtime
+    metrics = Metrics()
     try:
-        api = KubernetesApi.from_environment(kubeconfig)
+        api = KubernetesApi.from_environment(kubeconfig, observe=metrics.observe_request)
     except ConfigException as err:
         log.error("no cluster to talk to", extra={"fields": {"error": str(err)}})
         return 1
@@ -101,7 +102,6 @@ def run(cfg: Config, *, identity: str, kubeconfig: str | None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    metrics = Metrics()
     leader = LeaderElector(
         api,
         namespace=rt.effective_lease_namespace(),

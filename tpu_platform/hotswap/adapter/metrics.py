@@ -55,6 +55,16 @@ class Metrics:
             f"{PREFIX}_mass_outage_hold", "1 while the mass-outage guard holds actions.", registry=r
         )
         self.dry_run = Gauge(f"{PREFIX}_dry_run", "1 if running in dry-run mode.", registry=r)
+        self.api_requests = Counter(
+            f"{PREFIX}_api_requests",
+            "Kubernetes API requests by verb, resource and HTTP status (0: no usable reply).",
+            ["verb", "resource", "code"],
+            registry=r,
+        )
+
+    def observe_request(self, verb: str, resource: str, status: int, seconds: float) -> None:
+        """A :data:`~tpu_platform.hotswap.adapter.kube.RequestObserver`: count every API request."""
+        self.api_requests.labels(verb=verb, resource=resource, code=str(status)).inc()
 
     def value(self, name: str, labels: dict[str, str] | None = None) -> float:
         """Current sample value (0 if absent): for tests and debugging."""

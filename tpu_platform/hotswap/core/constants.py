@@ -74,3 +74,6 @@ SCHEDULED_MAINTENANCE_LABEL: Final = "cloud.google.com/scheduled-maintenance-tim
 JOBSET_NAME_LABEL: Final = "jobset.sigs.k8s.io/jobset-name"
 JOB_NAME_LABEL: Final = "batch.kubernetes.io/job-name"
 LEGACY_JOB_NAME_LABEL: Final = "job-name"
+
+# ``reportingController`` of the controller's Events (events.k8s.io/v1), read back by ``tpu-platform status``.
+REPORTING_CONTROLLER: Final = f"{DOMAIN}/hotswap"

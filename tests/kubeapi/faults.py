@@ -1,0 +1,80 @@
+"""Faults the API double injects, matched per request: status replies, resets, delays, hangs, early
+watch closes. Each rule fires ``times`` times (None: until removed)."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """What a rule can match on: the Kubernetes verb, resource and the caller's identity."""
+
+    method: str
+    verb: str
+    """list, watch, get, create, update, patch, delete, evict."""
+    group: str
+    resource: str
+    namespace: str
+    name: str
+    subresource: str
+    identity: str
+
+    @property
+    def write(self) -> bool:
+        return self.verb in ("create", "update", "patch", "delete", "evict")
+
+
+@dataclass(slots=True)
+class Fault:
+    """``status``: reply with this code (and Retry-After if given); ``reset``: close the connection
+    with RST before replying; ``delay``: wait before handling (a slow server; the write still lands,
+    so a client timing out does not know whether it did); ``drop_after``: close a watch stream after
+    this many seconds, mid-stream."""
+
+    status: int = 0
+    retry_after: int | None = None
+    reset: bool = False
+    delay: float = 0.0
+    drop_after: float | None = None
+    verbs: tuple[str, ...] = ()
+    resources: tuple[str, ...] = ()
+    identity: str = ""
+    times: int | None = 1
+    fired: int = field(default=0)
+
+    def matches(self, req: Request) -> bool:
+        return (
+            (not self.verbs or req.verb in self.verbs)
+            and (not self.resources or req.resource in self.resources)
+            and (not self.identity or req.identity == self.identity)
+        )
+
+
+class Faults:
+    def __init__(self) -> None:
+        self._rules: list[Fault] = []
+        self._lock = threading.Lock()
+        self.injected = 0
+
+    def add(self, fault: Fault) -> Fault:
+        with self._lock:
+            self._rules.append(fault)
+        return fault
+
+    def clear(self) -> None:
+        with self._lock:
+            self._rules.clear()
+
+    def take(self, req: Request) -> Fault | None:
+        """The first matching rule, spent once."""
+        with self._lock:
+            for rule in self._rules:
+                if rule.matches(req):
+                    rule.fired += 1
+                    self.injected += 1
+                    if rule.times is not None and rule.fired >= rule.times:
+                        self._rules.remove(rule)
+                    return rule
+        return None
