@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import catalog
-from .config import PlatformConfig
-from .config.queues import ResolvedQuota, pool_slices_by_shape
+from .config import PlatformConfig, ResolvedQuota
+from .config.checks.common import pool_slices_by_shape
 
 Shape = catalog.SliceShape
 

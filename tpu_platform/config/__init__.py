@@ -1,27 +1,47 @@
-"""The typed stack model: every section of ``stacks/Pulumi.<stack>.yaml``."""
+"""The typed stack model: every section of ``stacks/Pulumi.<stack>.yaml``.
 
-from .base import StackConfigError, StackModel
+Layers, each importing only the ones above it in this list: ``problems`` (paths, errors),
+``base``/``shapes`` (formats), one model module per section (``cluster``, ``pools``,
+``priorities``, ``kueue``, ``quota``, ``cohorts``, ``teams``, ``hotswap``), ``platform`` (the
+whole stack), ``checks`` (one validator per section) and ``loader`` (``parse_platform``,
+``read_stack``).
+"""
+
+from .base import StackModel
 from .cluster import ClusterConfig, SystemPoolConfig
+from .cohorts import CohortConfig
 from .hotswap import HotswapConfig, ImageBuildConfig
-from .platform import PlatformConfig, parse_platform, read_stack
+from .kueue import ControllerConfig, KueueConfig
+from .loader import parse_platform, read_stack
+from .platform import PlatformConfig
 from .pools import CapacityConfig, SlicePoolConfig
-from .queues import CohortConfig, KueueConfig, PriorityConfig, QuotaConfig, TeamConfig
+from .priorities import PriorityConfig
+from .problems import Loc, Problem, Problems, StackConfigError, format_path
+from .quota import QuotaConfig, ResolvedQuota
+from .teams import NamespaceConfig, TeamConfig
 
 __all__ = [
     "CapacityConfig",
     "ClusterConfig",
     "CohortConfig",
+    "ControllerConfig",
     "HotswapConfig",
     "ImageBuildConfig",
     "KueueConfig",
+    "Loc",
+    "NamespaceConfig",
     "PlatformConfig",
     "PriorityConfig",
+    "Problem",
+    "Problems",
     "QuotaConfig",
+    "ResolvedQuota",
     "SlicePoolConfig",
     "StackConfigError",
     "StackModel",
     "SystemPoolConfig",
     "TeamConfig",
+    "format_path",
     "parse_platform",
     "read_stack",
 ]

@@ -7,15 +7,12 @@ own settings loader, so a typo fails ``pulumi up`` instead of crash-looping the 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
-from pydantic.alias_generators import to_camel, to_snake
+from pydantic.alias_generators import to_snake
 
 from .base import StackModel, check_dns_label
-
-if TYPE_CHECKING:
-    from .platform import PlatformConfig, Problems
 
 IMAGE_RE = re.compile(r"^[a-z0-9.-]+(:[0-9]+)?/[a-z0-9._/-]+(:[A-Za-z0-9._-]+)?(@sha256:[a-f0-9]{64})?$")
 RESERVED_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kueue-system", "jobset-system"})
@@ -67,43 +64,3 @@ class HotswapConfig(StackModel):
     def runtime(self) -> dict[str, Any]:
         """Process options the stack controls (the rest keep the controller's defaults)."""
         return {"dry_run": self.dry_run, "log_level": self.log_level}
-
-
-def _check_hotswap(cfg: PlatformConfig, problems: Problems) -> None:
-    from tpu_platform.hotswap.core.settings import SettingsError
-    from tpu_platform.hotswap.deploy import config_document
-
-    hot = cfg.hotswap
-    if hot.image is not None and hot.build is not None:
-        problems.add(
-            ("hotswap", "build"),
-            "give either image (a pushed image) or build (build it from this repository), not both",
-        )
-    if hot.image is not None and not IMAGE_RE.match(hot.image):
-        problems.add(
-            ("hotswap", "image"),
-            f"{hot.image!r} is not a full image reference such as "
-            "'us-docker.pkg.dev/PROJECT/REPO/hotswap:0.1.0' (a digest pin '@sha256:...' is best)",
-        )
-    if hot.namespace in RESERVED_NAMESPACES:
-        problems.add(
-            ("hotswap", "namespace"), f"{hot.namespace!r} is not ours to own; pick a dedicated namespace"
-        )
-    team_namespaces = {ns for team in cfg.teams for ns in team.namespace_names()}
-    if hot.namespace in team_namespaces:
-        problems.add(
-            ("hotswap", "namespace"),
-            f"{hot.namespace!r} is also a team namespace; the controller needs its own",
-        )
-    try:
-        config_document(hot.controller_settings(), hot.runtime())
-    except SettingsError as err:
-        key = err.field.split(".")[-1]
-        message = str(err).split(": ", 1)[-1]
-        problems.add(
-            ("hotswap", "settings", to_camel(key)),
-            f"{message}; see tpu_platform/hotswap/README.md for every setting",
-        )
-
-
-HOTSWAP_CHECKS = [_check_hotswap]

@@ -7,11 +7,10 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from .base import StackModel, check_gke_name
+from .base import LABEL_VALUE_RE, StackModel, check_gke_name
 
 CapacityType = Literal["onDemand", "reservation", "spot", "flexStart", "queuedProvisioning"]
 
-LABEL_VALUE_RE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
 DURATION_RE = re.compile(r"^[0-9]+s$")
 
 

@@ -12,8 +12,7 @@ from typing import Any
 
 import yaml
 
-from ..config import PlatformConfig
-from ..config.queues import ControllerConfig
+from ..config import ControllerConfig, PlatformConfig
 from ..slices import expand_slices
 
 KUEUE_VERSION = "0.19.2"

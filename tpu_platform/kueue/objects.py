@@ -19,8 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import catalog
-from ..config import PlatformConfig
-from ..config.queues import CohortConfig, NamespaceConfig, PriorityConfig, ResolvedQuota, TeamConfig
+from ..config import CohortConfig, NamespaceConfig, PlatformConfig, PriorityConfig, ResolvedQuota, TeamConfig
 from ..slices import LABEL_TEAM, capacity_by_shape, expand_slices
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"

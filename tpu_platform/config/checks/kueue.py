@@ -1,0 +1,49 @@
+"""Checks of the ``kueue`` section: flavor names match the pools' shapes and stay distinct."""
+
+from __future__ import annotations
+
+from ... import catalog
+from ..platform import PlatformConfig
+from ..problems import Loc, Problems
+from ..shapes import default_flavor_name, describe_shape
+from .common import check_shape, pool_slices_by_shape
+
+
+def check_kueue(cfg: PlatformConfig) -> Problems:
+    """Flavor names only for the pools' shapes, one per shape, none taking another's default."""
+    problems = Problems()
+    provided = pool_slices_by_shape(cfg)
+    seen_shapes: dict[catalog.SliceShape, int] = {}
+    seen_names: dict[str, int] = {}
+    for index, entry in enumerate(cfg.kueue.flavors):
+        here: Loc = ("kueue", "flavors", index)
+        shape = check_shape(entry.topology, entry.multi_host, here, problems)
+        if shape is None:
+            continue
+        if shape not in provided:
+            problems.add(
+                (*here, "topology"),
+                f"no slice pool provides {describe_shape(shape)} slices; name flavors only for shapes in "
+                f"slicePools",
+            )
+        if shape in seen_shapes:
+            problems.add(
+                here, f"{describe_shape(shape)} is already named by kueue.flavors[{seen_shapes[shape]}]"
+            )
+        seen_shapes[shape] = index
+        if entry.name in seen_names:
+            problems.add(
+                (*here, "name"),
+                f"flavor name {entry.name!r} is also used by kueue.flavors[{seen_names[entry.name]}]",
+            )
+        seen_names[entry.name] = index
+    defaults = {default_flavor_name(shape): shape for shape in provided if shape not in seen_shapes}
+    for index, entry in enumerate(cfg.kueue.flavors):
+        other = defaults.get(entry.name)
+        if other is not None:
+            problems.add(
+                ("kueue", "flavors", index, "name"),
+                f"{entry.name!r} is the default flavor name of the {describe_shape(other)} slices; choose "
+                f"another name",
+            )
+    return problems

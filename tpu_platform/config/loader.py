@@ -1,0 +1,57 @@
+"""Reading a stack: structure by pydantic, then every cross-field check, all problems at once.
+
+Nothing is registered with Pulumi until the stack passes all of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from .checks import check_stack
+from .explain import explain
+from .platform import PlatformConfig
+from .problems import GCP_KEYS, StackConfigError
+
+
+def parse_platform(raw: Mapping[str, Any]) -> PlatformConfig:
+    """Validate a raw stack (camelCase keys) into a ``PlatformConfig`` or raise ``StackConfigError``."""
+    try:
+        cfg = PlatformConfig.model_validate(dict(raw))
+    except ValidationError as err:
+        raise StackConfigError(explain(err, PlatformConfig)) from None
+    check_stack(cfg).raise_if_any()
+    return cfg
+
+
+def stack_keys() -> list[str]:
+    """Top-level stack keys, in the order a stack file lists them."""
+    return [f.alias or name for name, f in PlatformConfig.model_fields.items()]
+
+
+def read_stack(get: Callable[[str, str], Any], present_keys: Callable[[str], list[str]]) -> PlatformConfig:
+    """Assemble the raw stack from a config reader, rejecting unknown ``tpu-platform:`` keys.
+
+    ``get(namespace, key)`` returns the decoded value or None; ``present_keys(namespace)``
+    lists the keys set in that namespace. Both come from ``pulumi.Config`` in a program and
+    from a plain dict offline, so the program and the plan read a stack the same way.
+    """
+    known = stack_keys()
+    raw: dict[str, Any] = {}
+    for key in known:
+        namespace = "gcp" if key in GCP_KEYS else "tpu-platform"
+        value = get(namespace, key)
+        if value is not None:
+            raw[key] = value
+    unknown = sorted(set(present_keys("tpu-platform")) - set(known))
+    if unknown:
+        raise StackConfigError(
+            [
+                f"tpu-platform:{key}: unknown stack key; remove it or fix its spelling "
+                f"(valid keys: {', '.join(k for k in known if k not in GCP_KEYS)})"
+                for key in unknown
+            ]
+        )
+    return parse_platform(raw)

@@ -1,0 +1,78 @@
+"""Quota entries of the ``teams`` and ``cohorts`` sections: one slice shape each, in slices or chips."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from pydantic import Field
+
+from .. import catalog
+from .base import StackModel
+from .shapes import entry_shape
+
+
+class QuotaConfig(StackModel):
+    """Quota of one slice shape, in whole slices (or in chips that make whole slices).
+
+    ``slices``/``chips`` is the nominal quota: guaranteed to this queue. ``borrowingLimit*``
+    caps what it may borrow from its cohort on top (unset: no cap); ``lendingLimit*`` caps what
+    it lends to the cohort (unset: everything it is not using). Limits need a cohort.
+    """
+
+    misused_keys: ClassVar[dict[str, str]] = {
+        "nominalQuota": "write the nominal quota as slices: <n> (whole slices) or chips: <n>",
+        "borrowingLimit": "write borrowingLimitSlices: <n> (or borrowingLimitChips)",
+        "lendingLimit": "write lendingLimitSlices: <n> (or lendingLimitChips)",
+        "flavor": (
+            "name the shape with topology (and multiHost for 2x4); flavors are named in "
+            "tpu-platform:kueue.flavors"
+        ),
+        "name": (
+            "name the shape with topology (and multiHost for 2x4); flavors are named in "
+            "tpu-platform:kueue.flavors"
+        ),
+    }
+
+    topology: str
+    multi_host: bool | None = None
+    slices: int | None = Field(None, ge=0)
+    chips: int | None = Field(None, ge=0)
+    borrowing_limit_slices: int | None = Field(None, ge=0)
+    borrowing_limit_chips: int | None = Field(None, ge=0)
+    lending_limit_slices: int | None = Field(None, ge=0)
+    lending_limit_chips: int | None = Field(None, ge=0)
+
+    def shape(self) -> catalog.SliceShape | None:
+        return entry_shape(self.topology, self.multi_host)
+
+    def resolve(self) -> ResolvedQuota:
+        """Whole slices of a validated entry (the cross-checks guarantee the chips divide)."""
+        shape = self.shape()
+        if shape is None:
+            raise ValueError(f"quota for unknown topology {self.topology!r}")
+        return ResolvedQuota(
+            shape=shape,
+            nominal=as_slices(self.slices, self.chips, shape) or 0,
+            borrowing_limit=as_slices(self.borrowing_limit_slices, self.borrowing_limit_chips, shape),
+            lending_limit=as_slices(self.lending_limit_slices, self.lending_limit_chips, shape),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedQuota:
+    """One flavor's quota in whole slices; ``None`` limits mean "no limit"."""
+
+    shape: catalog.SliceShape
+    nominal: int
+    borrowing_limit: int | None = None
+    lending_limit: int | None = None
+
+
+def as_slices(slices: int | None, chips: int | None, shape: catalog.SliceShape) -> int | None:
+    """Whole slices of a (slices, chips) pair; chips round down (the checks reject partial slices)."""
+    if slices is not None:
+        return slices
+    if chips is not None:
+        return chips // shape.chips
+    return None
