@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import AfterValidator, Field, field_validator
 
 from .base import StackModel, check_gke_name
+from .formats import check_gke_version, check_ipv4_cidr, check_machine_type, check_service_account_email
 
 
 class SystemPoolConfig(StackModel):
@@ -15,6 +16,11 @@ class SystemPoolConfig(StackModel):
     machine_type: str = "e2-standard-8"
     node_count: int = Field(2, ge=1, le=50, description="Nodes per zone of the system pool.")
     disk_size_gb: int = Field(100, ge=20, le=4096)
+
+    @field_validator("machine_type")
+    @classmethod
+    def _machine_type(cls, value: str) -> str:
+        return check_machine_type(value)
 
 
 class ClusterConfig(StackModel):
@@ -36,7 +42,9 @@ class ClusterConfig(StackModel):
     network: str | None = None
     subnetwork: str | None = None
     private_nodes: bool | None = None
-    master_authorized_cidrs: list[str] | None = None
+    master_authorized_cidrs: list[Annotated[str, AfterValidator(check_ipv4_cidr)]] | None = Field(
+        None, max_length=50
+    )
     deletion_protection: bool | None = None
     system_pool: SystemPoolConfig | None = None
     node_service_account: str | None = Field(
@@ -48,6 +56,16 @@ class ClusterConfig(StackModel):
     @classmethod
     def _gke_name(cls, value: str) -> str:
         return check_gke_name(value, "cluster name")
+
+    @field_validator("min_master_version")
+    @classmethod
+    def _version(cls, value: str | None) -> str | None:
+        return None if value is None else check_gke_version(value)
+
+    @field_validator("node_service_account")
+    @classmethod
+    def _node_sa(cls, value: str | None) -> str | None:
+        return None if value is None else check_service_account_email(value)
 
     def creation_only_fields_set(self) -> list[str]:
         """Keys that only mean something when the platform creates the cluster."""

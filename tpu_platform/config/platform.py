@@ -5,11 +5,12 @@ Structure only (pydantic); cross-field checks live in ``checks``, reading in ``l
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from .base import StackModel
 from .cluster import ClusterConfig
 from .cohorts import CohortConfig
+from .formats import check_project_id
 from .hotswap import HotswapConfig
 from .kueue import KueueConfig
 from .pools import SlicePoolConfig
@@ -30,6 +31,11 @@ class PlatformConfig(StackModel):
     cohorts: list[CohortConfig] = Field(default_factory=list)
     teams: list[TeamConfig] = Field(default_factory=list)
     hotswap: HotswapConfig = HotswapConfig()
+
+    @field_validator("project")
+    @classmethod
+    def _project(cls, value: str) -> str:
+        return check_project_id(value)
 
     @property
     def cluster_location(self) -> str:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +17,8 @@ import pulumi
 from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime.settings import reset_options
 from pulumi.runtime.stack import run_pulumi_func
+
+from ..config.decode import pulumi_text, qualified_config
 
 SECRET_SIG = "4dabf18193072939515e22adb298388d"
 UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
@@ -160,9 +161,7 @@ class Rendering:
 
 def config_values(stack_config: Mapping[str, Any]) -> dict[str, str]:
     """Stack-file values as Pulumi passes them to a program: objects as JSON strings."""
-    return {
-        key: value if isinstance(value, str) else json.dumps(value) for key, value in stack_config.items()
-    }
+    return {key: pulumi_text(value) for key, value in qualified_config(stack_config).items()}
 
 
 def render(

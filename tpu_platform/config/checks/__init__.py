@@ -21,6 +21,7 @@ from .locations import check_locations
 from .pools import check_pools
 from .priorities import check_priorities
 from .teams import check_teams
+from .warnings import stack_warnings
 
 Check = Callable[[PlatformConfig], Problems]
 
@@ -45,4 +46,4 @@ def check_stack(cfg: PlatformConfig) -> Problems:
     return problems
 
 
-__all__ = ["CHECKS", "Check", "check_stack"]
+__all__ = ["CHECKS", "Check", "check_stack", "stack_warnings"]

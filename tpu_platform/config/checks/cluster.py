@@ -30,12 +30,6 @@ def check_cluster(cfg: PlatformConfig) -> Problems:
             )
     if cluster.min_master_version:
         check_tpu_version(("cluster", "minMasterVersion"), cluster.min_master_version, problems)
-    for cidr_index, cidr in enumerate(cluster.master_authorized_cidrs or []):
-        if not re.match(r"^\d{1,3}(\.\d{1,3}){3}/\d{1,2}$", cidr):
-            problems.add(
-                ("cluster", "masterAuthorizedCidrs", cidr_index),
-                f"{cidr!r} is not an IPv4 CIDR such as '10.0.0.0/8'",
-            )
     return problems
 
 
