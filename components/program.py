@@ -40,5 +40,7 @@ def stack_program() -> TpuPlatform:
     pulumi.export("clusterName", platform.cluster.name)
     pulumi.export("clusterLocation", platform.cluster.location)
     pulumi.export("kubeconfig", platform.cluster.kubeconfig)
+    pulumi.export("controlPlaneAccess", cfg.cluster.access)
+    pulumi.export("controlPlaneServer", platform.cluster.server.apply(lambda host: f"https://{host}"))
     pulumi.export("summary", summarize(cfg).as_dict())
     return platform

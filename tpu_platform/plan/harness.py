@@ -67,6 +67,10 @@ def plain(value: Any) -> Any:
 FAKE_CA = "TU9DSy1DQQ=="  # base64("MOCK-CA")
 
 
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 class PlatformMocks(pulumi.runtime.Mocks):
     """Deterministic stand-ins for the outputs cloud providers would compute."""
 
@@ -75,6 +79,13 @@ class PlatformMocks(pulumi.runtime.Mocks):
         if args.typ == "gcp:container/cluster:Cluster":
             state.setdefault("endpoint", "203.0.113.10")
             state["masterAuth"] = {"clusterCaCertificate": FAKE_CA}
+            dns = (state.get("controlPlaneEndpointsConfig") or {}).get("dnsEndpointConfig")
+            if dns is not None:
+                # GKE's DNS endpoint: gke-<hash>-<project number>.<location>.gke.goog
+                dns["endpoint"] = f"gke-{_digest(args.name)}-123456789012.{state.get('location')}.gke.goog"
+            private = state.get("privateClusterConfig")
+            if private is not None:
+                private["privateEndpoint"] = "10.128.0.2"
         elif args.typ == "gcp:serviceaccount/account:Account":
             project = state.get("project", "project")
             state["email"] = f"{state.get('accountId')}@{project}.iam.gserviceaccount.com"
@@ -90,6 +101,13 @@ class PlatformMocks(pulumi.runtime.Mocks):
                 "location": args.args.get("location"),
                 "endpoint": "203.0.113.20",
                 "masterAuths": [{"clusterCaCertificate": FAKE_CA}],
+                "controlPlaneEndpointsConfigs": [
+                    {
+                        "dnsEndpointConfigs": [
+                            {"endpoint": f"gke-{_digest(str(args.args.get('name')))}.gke.goog"}
+                        ]
+                    }
+                ],
             }, []
         if args.token == "gcp:organizations/getClientConfig:getClientConfig":
             return {"accessToken": "offline-token", "project": "project", "id": "client"}, []

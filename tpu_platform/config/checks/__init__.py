@@ -13,7 +13,7 @@ from collections.abc import Callable
 from ..platform import PlatformConfig
 from ..problems import Problems
 from .capacity import check_quota_capacity
-from .cluster import check_cluster
+from .cluster import check_cluster, check_maintenance, check_network
 from .cohorts import check_cohorts
 from .hotswap import check_hotswap
 from .kueue import check_kueue
@@ -28,6 +28,8 @@ Check = Callable[[PlatformConfig], Problems]
 CHECKS: tuple[Check, ...] = (
     check_locations,
     check_cluster,
+    check_network,
+    check_maintenance,
     check_pools,
     check_priorities,
     check_kueue,
