@@ -21,6 +21,7 @@ from typing import Any
 from .. import catalog
 from ..config import CohortConfig, NamespaceConfig, PlatformConfig, PriorityConfig, ResolvedQuota, TeamConfig
 from ..slices import LABEL_TEAM, capacity_by_shape, expand_slices
+from .provisioning import with_admission_checks
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 SCHEDULING_API = "scheduling.k8s.io/v1"
@@ -254,7 +255,9 @@ def queue_objects(cfg: PlatformConfig) -> QueueObjects:
         namespaces=namespaces,
         resource_flavors=[resource_flavor(f) for f in flavors(cfg)],
         cohorts=[cohort(cfg, c) for c in cfg.cohorts],
-        cluster_queues={team.name: cluster_queue(cfg, team) for team in cfg.teams},
+        cluster_queues={
+            team.name: with_admission_checks(cfg, cluster_queue(cfg, team)) for team in cfg.teams
+        },
         local_queues=[
             LocalQueueObject(team.name, ns, name, local_queue(team, ns, name))
             for team in cfg.teams
