@@ -114,6 +114,12 @@ CASES: list[tuple[str, Mutation, str, str]] = [
     ("zero-quota-no-cohort",
      _set("tpu-platform:teams", [{"name": "t", "quota": [{"topology": "4x4", "slices": 0}]}]),
      "teams[0].quota", "can admit nothing"),
+    ("wait-fields-while-off",
+     _set("tpu-platform:kueue.waitForPodsReady", {"enabled": False, "timeout": "10m"}),
+     "kueue.waitForPodsReady.timeout", "has no effect while waitForPodsReady.enabled is false"),
+    ("strategies-while-off",
+     _set("tpu-platform:kueue.fairSharing", {"enabled": False, "preemptionStrategies": ["LessThanInitialShare"]}),
+     "kueue.fairSharing.preemptionStrategies", "has no effect while fairSharing.enabled is false"),
     ("borrow-with-fair-sharing",
      _set("tpu-platform:teams", [
          {**TEAM, "cohortName": "ml",

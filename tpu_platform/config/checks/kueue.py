@@ -40,6 +40,7 @@ def check_kueue(cfg: PlatformConfig) -> Problems:
             )
         seen_names[entry.name] = index
     _check_sizes(cfg, problems)
+    _check_ignored(cfg, problems)
     defaults = {default_flavor_name(shape): shape for shape in provided if shape not in seen_shapes}
     for index, entry in enumerate(cfg.kueue.flavors):
         other = defaults.get(entry.name)
@@ -65,3 +66,26 @@ def _check_sizes(cfg: PlatformConfig, problems: Problems) -> None:
                     f"request {request} is above the limit {limit}; Kubernetes rejects a container whose "
                     f"request exceeds its limit: lower it or set kueue.{key}.limits.{resource}",
                 )
+
+
+def _check_ignored(cfg: PlatformConfig, problems: Problems) -> None:
+    """Settings of a switched-off mode: Kueue reads waitForPodsReady's fields only while it is on
+    (kueue v0.19.2 ``pkg/config/validation.go`` validates them only then) and fair sharing's
+    strategies only with fair sharing on (``site/content/en/docs/concepts/preemption.md``)."""
+    wait = cfg.kueue.wait_for_pods_ready
+    if not wait.enabled:
+        fields = type(wait).model_fields
+        for name in sorted(wait.model_fields_set - {"enabled"}):
+            key = fields[name].alias or name
+            problems.add(
+                ("kueue", "waitForPodsReady", key),
+                "has no effect while waitForPodsReady.enabled is false (Kueue ignores it); remove it or "
+                "enable waitForPodsReady",
+            )
+    fair = cfg.kueue.fair_sharing
+    if not fair.enabled and "preemption_strategies" in fair.model_fields_set:
+        problems.add(
+            ("kueue", "fairSharing", "preemptionStrategies"),
+            "has no effect while fairSharing.enabled is false (Kueue ignores it); remove it or enable "
+            "fair sharing",
+        )
