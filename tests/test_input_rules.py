@@ -118,7 +118,8 @@ CASES: list[tuple[str, Mutation, str, str]] = [
      _set("tpu-platform:kueue.waitForPodsReady", {"enabled": False, "timeout": "10m"}),
      "kueue.waitForPodsReady.timeout", "has no effect while waitForPodsReady.enabled is false"),
     ("strategies-while-off",
-     _set("tpu-platform:kueue.fairSharing", {"enabled": False, "preemptionStrategies": ["LessThanInitialShare"]}),
+     _set("tpu-platform:kueue.fairSharing",
+          {"enabled": False, "preemptionStrategies": ["LessThanInitialShare"]}),
      "kueue.fairSharing.preemptionStrategies", "has no effect while fairSharing.enabled is false"),
     ("borrow-with-fair-sharing",
      _set("tpu-platform:teams", [

@@ -14,7 +14,10 @@ requests itself when a ClusterQueue's flavor carries its ProvisioningRequest adm
   strategy form, ``site/content/en/docs/concepts/admission_check/_index.md``), so only workloads
   on those flavors wait for capacity and the rest are admitted on quota alone.
 
-Without them Kueue admits workloads on quota and their pods stay Pending forever. Pure functions
+Without them Kueue admits workloads on quota and their pods stay Pending forever. Kueue's own
+Configuration needs nothing more: its manager sets up the provisioning controller whenever the API
+server serves ProvisioningRequests, as GKE's does (kueue v0.19.2 ``cmd/kueue/main.go``,
+``provisioning.ServerSupportsProvisioningRequest``), and the chart's RBAC covers them. Pure functions
 of a validated stack; objects validate against ``../shared/crds/kueue-v0.19.2``.
 """
 
