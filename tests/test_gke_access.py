@@ -202,3 +202,21 @@ def test_example_stacks_are_reachable_and_maintained(name: str, render_stack: Ca
     if config["tpu-platform:cluster"].get("privateNodes"):
         assert by_type(rendering, "gcp:compute/routerNat:RouterNat")
         assert by_type(rendering, "gcp:compute/firewall:Firewall")
+
+
+def test_adopted_cluster_can_be_reached_through_its_dns_endpoint(
+    stack: dict[str, Any], render_stack: Callable[..., Any]
+) -> None:
+    """``container.get_cluster`` returns ``control_plane_endpoints_configs[0].dns_endpoint_configs``."""
+    stack["tpu-platform:cluster"] = {"name": "tpu-test", "mode": "adopt", "controlPlaneAccess": "dns"}
+    rendering = render_stack(stack)
+    assert not by_type(rendering, CLUSTER)
+    assert rendering.outputs["controlPlaneServer"].startswith("https://gke-")
+    stack["tpu-platform:cluster"] = {"name": "tpu-test", "mode": "adopt"}
+    assert render_stack(stack).outputs["controlPlaneServer"] == "https://203.0.113.20"
+
+
+def test_huge_lists_are_capped(stack: dict[str, Any]) -> None:
+    stack["tpu-platform:slicePools"] = [{"name": f"p{i}", "topology": "1x1"} for i in range(300)]
+    message = only_problem(stack)
+    assert message.startswith("tpu-platform:slicePools:") and "at most 256" in message

@@ -25,11 +25,13 @@ class PlatformConfig(StackModel):
     region: str
     zone: str
     cluster: ClusterConfig
-    slice_pools: list[SlicePoolConfig] = Field(min_length=1)
-    priorities: list[PriorityConfig] = Field(default_factory=lambda: list(DEFAULT_PRIORITIES))
+    # Caps on absurd sizes: far above any real fleet, low enough that a typo cannot render
+    # tens of thousands of objects.
+    slice_pools: list[SlicePoolConfig] = Field(min_length=1, max_length=256)
+    priorities: list[PriorityConfig] = Field(default_factory=lambda: list(DEFAULT_PRIORITIES), max_length=64)
     kueue: KueueConfig = KueueConfig()
-    cohorts: list[CohortConfig] = Field(default_factory=list)
-    teams: list[TeamConfig] = Field(default_factory=list)
+    cohorts: list[CohortConfig] = Field(default_factory=list, max_length=1000)
+    teams: list[TeamConfig] = Field(default_factory=list, max_length=1000)
     hotswap: HotswapConfig = HotswapConfig()
 
     @field_validator("project")
