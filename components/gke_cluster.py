@@ -1,18 +1,22 @@
 """``GkeCluster``: a GKE Standard cluster suited to TPU work, or an adopted existing one.
 
 Either way it exposes the cluster's name and location (for node pools) and one explicit
-Kubernetes provider that every in-cluster resource must use.
+Kubernetes provider that every in-cluster resource must use, built for the endpoint ``pulumi up``
+can actually reach: GKE's DNS-based endpoint (IAM-authorized, reachable from anywhere Google
+credentials are) or the IP endpoint (then opened by ``masterAuthorizedCidrs``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from tpu_platform.config import ClusterConfig, SystemPoolConfig
+from tpu_platform.config.maintenance import MaintenanceConfig
 
 from .kubeconfig import render_kubeconfig
 
@@ -34,6 +38,7 @@ class GkeClusterArgs:
     location: str
     system_zone: str
     cluster: ClusterConfig
+    depends_on: Sequence[pulumi.Resource] = field(default_factory=tuple)
 
 
 class GkeCluster(pulumi.ComponentResource):
@@ -42,6 +47,8 @@ class GkeCluster(pulumi.ComponentResource):
     name: pulumi.Output[str]
     location: pulumi.Output[str]
     endpoint: pulumi.Output[str]
+    server: pulumi.Output[str]
+    private_endpoint: pulumi.Output[str] | None
     node_service_account: pulumi.Output[str] | None
     system_pool: gcp.container.NodePool | None
     kubeconfig: pulumi.Output[str]
@@ -52,6 +59,8 @@ class GkeCluster(pulumi.ComponentResource):
         cfg = args.cluster
         self.node_service_account = None
         self.system_pool = None
+        self.private_endpoint = None
+        ca: pulumi.Output[str | None]
         if cfg.mode == "adopt":
             found = gcp.container.get_cluster_output(
                 name=cfg.name,
@@ -62,16 +71,33 @@ class GkeCluster(pulumi.ComponentResource):
             self.name = found.name
             self.location = pulumi.Output.from_input(args.location)
             self.endpoint = found.endpoint
+            dns = found.control_plane_endpoints_configs.apply(
+                lambda configs: configs[0].dns_endpoint_configs[0].endpoint
+            )
             ca = found.master_auths.apply(lambda auths: auths[0].cluster_ca_certificate)
         else:
             cluster = self._create(name, args)
             self.name = cluster.name
             self.location = cluster.location
             self.endpoint = cluster.endpoint
+            dns = cluster.control_plane_endpoints_config.apply(
+                lambda config: (
+                    config.dns_endpoint_config.endpoint if config and config.dns_endpoint_config else ""
+                )
+            )
             ca = cluster.master_auth.cluster_ca_certificate
+            if cfg.private_nodes:
+                self.private_endpoint = cluster.private_cluster_config.apply(
+                    lambda private: (private.private_endpoint or "") if private else ""
+                )
+        if cfg.access == "dns":
+            self.server = dns.apply(str)
+            ca = pulumi.Output.from_input(None)
+        else:
+            self.server = self.endpoint
         self.kubeconfig = pulumi.Output.secret(
-            pulumi.Output.all(self.name, self.endpoint, ca).apply(
-                lambda parts: render_kubeconfig(str(parts[0]), str(parts[1]), str(parts[2]))
+            pulumi.Output.all(self.name, self.server, ca).apply(
+                lambda parts: render_kubeconfig(str(parts[0]), str(parts[1]), parts[2])
             )
         )
         self.provider = k8s.Provider(
@@ -79,11 +105,13 @@ class GkeCluster(pulumi.ComponentResource):
             kubeconfig=self.kubeconfig,
             opts=pulumi.ResourceOptions(parent=self),
         )
-        self.register_outputs({"name": self.name, "location": self.location, "endpoint": self.endpoint})
+        self.register_outputs(
+            {"name": self.name, "location": self.location, "endpoint": self.endpoint, "server": self.server}
+        )
 
     def _create(self, name: str, args: GkeClusterArgs) -> gcp.container.Cluster:
         cfg = args.cluster
-        child = pulumi.ResourceOptions(parent=self)
+        child = pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on))
         sa_email: pulumi.Input[str]
         if cfg.node_service_account:
             sa_email = cfg.node_service_account
@@ -108,7 +136,9 @@ class GkeCluster(pulumi.ComponentResource):
 
         private = (
             gcp.container.ClusterPrivateClusterConfigArgs(
-                enable_private_nodes=True, enable_private_endpoint=False
+                enable_private_nodes=True,
+                enable_private_endpoint=False,
+                master_ipv4_cidr_block=cfg.master_ipv4_cidr_block,
             )
             if cfg.private_nodes
             else None
@@ -148,6 +178,14 @@ class GkeCluster(pulumi.ComponentResource):
             ),
             private_cluster_config=private,
             master_authorized_networks_config=authorized,
+            control_plane_endpoints_config=gcp.container.ClusterControlPlaneEndpointsConfigArgs(
+                dns_endpoint_config=gcp.container.ClusterControlPlaneEndpointsConfigDnsEndpointConfigArgs(
+                    allow_external_traffic=True
+                )
+            )
+            if cfg.access == "dns"
+            else None,
+            maintenance_policy=maintenance_policy(cfg.maintenance),
             deletion_protection=True if cfg.deletion_protection is None else cfg.deletion_protection,
             opts=child,
         )
@@ -176,3 +214,29 @@ class GkeCluster(pulumi.ComponentResource):
             opts=child,
         )
         return cluster
+
+
+def maintenance_policy(config: MaintenanceConfig | None) -> gcp.container.ClusterMaintenancePolicyArgs | None:
+    """The stack's recurring window and exclusions as the provider's ``maintenance_policy``."""
+    if config is None:
+        return None
+    window = config.window
+    return gcp.container.ClusterMaintenancePolicyArgs(
+        recurring_window=gcp.container.ClusterMaintenancePolicyRecurringWindowArgs(
+            start_time=window.start, end_time=window.end, recurrence=window.recurrence
+        )
+        if window is not None
+        else None,
+        maintenance_exclusions=[
+            gcp.container.ClusterMaintenancePolicyMaintenanceExclusionArgs(
+                exclusion_name=exclusion.name,
+                start_time=exclusion.start,
+                end_time=exclusion.end,
+                exclusion_options=gcp.container.ClusterMaintenancePolicyMaintenanceExclusionExclusionOptionsArgs(
+                    scope=exclusion.scope
+                ),
+            )
+            for exclusion in config.exclusions
+        ]
+        or None,
+    )

@@ -17,6 +17,7 @@ import pulumi_kubernetes as k8s
 
 from tpu_platform.config import PlatformConfig
 from tpu_platform.kueue import queue_objects
+from tpu_platform.kueue.provisioning import provisioning_objects
 
 
 @dataclass(frozen=True)
@@ -89,9 +90,20 @@ class KueueQueues(pulumi.ComponentResource):
                 raise ValueError(
                     f"cohorts with undeclared or cyclic parents: {[c['metadata']['name'] for c in pending]}"
                 )
+        # DWS: the ProvisioningRequestConfig, then the AdmissionCheck naming it, before any
+        # ClusterQueue that lists the check (an unknown check makes the ClusterQueue inactive).
+        self.provisioning: dict[str, k8s.apiextensions.CustomResource] = {}
+        for obj in provisioning_objects(cfg):
+            deps = list(self.provisioning.values())
+            kind = obj["kind"].lower()
+            self.provisioning[obj["kind"]] = _custom(
+                f"{name}-{kind}-{obj['metadata']['name']}", obj, options(*deps)
+            )
         self.cluster_queues = {}
         for team, cq in objects.cluster_queues.items():
             cq_deps = self._flavor_deps(cq)
+            if "admissionChecksStrategy" in cq["spec"]:
+                cq_deps.append(self.provisioning["AdmissionCheck"])
             cohort_name = cq["spec"].get("cohortName")
             if cohort_name in self.cohorts:
                 cq_deps.append(self.cohorts[cohort_name])

@@ -11,6 +11,7 @@ import pulumi_kubernetes as k8s
 from tpu_platform.config import ImageBuildConfig, PlatformConfig
 from tpu_platform.slices import SliceSpec, expand_slices
 
+from .cloud_nat import CloudNat, CloudNatArgs
 from .gke_cluster import GkeCluster, GkeClusterArgs
 from .hotswap_controller import HotswapController, HotswapControllerArgs
 from .hotswap_image import HotswapImage, HotswapImageArgs
@@ -18,7 +19,9 @@ from .kueue_install import KueueInstall, KueueInstallArgs
 from .kueue_queues import KueueQueues, KueueQueuesArgs
 from .monitoring import Monitoring, MonitoringArgs
 from .priorities import Priorities, PrioritiesArgs
+from .project_services import ProjectServices, ProjectServicesArgs, needed_services
 from .tpu_slice_pool import TpuSlicePool, TpuSlicePoolArgs
+from .webhook_firewall import WebhookFirewall, WebhookFirewallArgs
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,15 @@ class TpuPlatform(pulumi.ComponentResource):
         super().__init__("tpu-platform:index:Platform", name, None, opts)
         cfg = args.config
         child = pulumi.ResourceOptions(parent=self)
+        services: list[pulumi.Resource] = []
+        if cfg.cluster.mode == "create" and cfg.cluster.enable_services:
+            builds = cfg.hotswap.enabled and cfg.hotswap.image is None
+            services = ProjectServices(
+                f"{name}-services",
+                ProjectServicesArgs(project=cfg.project, services=needed_services(builds)),
+                opts=child,
+            ).ready
+        self.services = services
         self.cluster = GkeCluster(
             f"{name}-cluster",
             GkeClusterArgs(
@@ -49,9 +61,11 @@ class TpuPlatform(pulumi.ComponentResource):
                 location=cfg.cluster_location,
                 system_zone=cfg.zone,
                 cluster=cfg.cluster,
+                depends_on=services,
             ),
             opts=child,
         )
+        network_ready = self._private_network(name, cfg, services, child)
         self.slices = expand_slices(cfg)
         self.slice_pools = [
             TpuSlicePool(
@@ -73,7 +87,7 @@ class TpuPlatform(pulumi.ComponentResource):
         system_pool = [self.cluster.system_pool] if self.cluster.system_pool is not None else []
         self.kueue = KueueInstall(
             f"{name}-kueue",
-            KueueInstallArgs(config=cfg, provider=provider, depends_on=system_pool),
+            KueueInstallArgs(config=cfg, provider=provider, depends_on=[*system_pool, *network_ready]),
             opts=child,
         )
         self.priorities = Priorities(
@@ -106,6 +120,51 @@ class TpuPlatform(pulumi.ComponentResource):
             }
         )
 
+    def _private_network(
+        self, name: str, cfg: PlatformConfig, services: list[pulumi.Resource], child: pulumi.ResourceOptions
+    ) -> list[pulumi.Resource]:
+        """Cloud NAT and the webhook firewall rule of a private cluster; what the installs wait for."""
+        self.nat: CloudNat | None = None
+        self.webhook_firewall: WebhookFirewall | None = None
+        cluster = cfg.cluster
+        if cluster.mode != "create" or not cluster.private_nodes:
+            return []
+        network = cluster.network or "default"
+        if cluster.nat_mode() == "create":
+            self.nat = CloudNat(
+                f"{name}-nat",
+                CloudNatArgs(
+                    project=cfg.project,
+                    region=cfg.region,
+                    network=network,
+                    name=cluster.name,
+                    depends_on=services,
+                ),
+                opts=child,
+            )
+        source: pulumi.Input[list[pulumi.Input[str]]]
+        if cluster.master_ipv4_cidr_block is not None:
+            source = [cluster.master_ipv4_cidr_block]
+        else:
+            endpoint = self.cluster.private_endpoint or pulumi.Output.from_input("")
+            source = endpoint.apply(lambda ip: [f"{ip}/32"])
+        self.webhook_firewall = WebhookFirewall(
+            f"{name}-webhooks",
+            WebhookFirewallArgs(
+                project=cfg.project,
+                network=network,
+                name=cluster.name,
+                source_ranges=source,
+                node_service_account=self.cluster.node_service_account or "",
+                depends_on=services,
+            ),
+            opts=child,
+        )
+        ready: list[pulumi.Resource] = [self.webhook_firewall]
+        if self.nat is not None:
+            ready.append(self.nat)
+        return ready
+
     def _hotswap(
         self,
         name: str,
@@ -124,7 +183,7 @@ class TpuPlatform(pulumi.ComponentResource):
                 HotswapImageArgs(
                     project=cfg.project, region=cfg.region, build=cfg.hotswap.build or ImageBuildConfig()
                 ),
-                opts=child,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=self.services),
             ).ref
         return HotswapController(
             f"{name}-hotswap",

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 import pulumi
 from pulumi.runtime import config as runtime_config
 
 from tpu_platform.config import PlatformConfig, read_stack
+from tpu_platform.config.checks import stack_warnings
 from tpu_platform.summary import summarize
 
 from .platform import TpuPlatform, TpuPlatformArgs
@@ -16,15 +14,9 @@ from .platform import TpuPlatform, TpuPlatformArgs
 PLATFORM_NAME = "tpu"
 
 
-def _get(namespace: str, key: str) -> Any:
-    """A stack value, decoded: structured values are JSON in Pulumi's config."""
-    raw = pulumi.Config(namespace).get(key)
-    if raw is None:
-        return None
-    try:
-        return json.loads(raw)
-    except json.JSONDecodeError:
-        return raw
+def _get(namespace: str, key: str) -> str | None:
+    """A stack value's text as Pulumi passes it; ``read_stack`` decodes it (``config.decode``)."""
+    return pulumi.Config(namespace).get(key)
 
 
 def _present_keys(namespace: str) -> list[str]:
@@ -42,9 +34,13 @@ def read_platform_config() -> PlatformConfig:
 def stack_program() -> TpuPlatform:
     """Validate the stack, then declare the platform and export what consumers need."""
     cfg = read_platform_config()
+    for line in stack_warnings(cfg).lines:
+        pulumi.log.warn(line)
     platform = TpuPlatform(PLATFORM_NAME, TpuPlatformArgs(config=cfg))
     pulumi.export("clusterName", platform.cluster.name)
     pulumi.export("clusterLocation", platform.cluster.location)
     pulumi.export("kubeconfig", platform.cluster.kubeconfig)
+    pulumi.export("controlPlaneAccess", cfg.cluster.access)
+    pulumi.export("controlPlaneServer", platform.cluster.server.apply(lambda host: f"https://{host}"))
     pulumi.export("summary", summarize(cfg).as_dict())
     return platform

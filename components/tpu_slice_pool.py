@@ -43,8 +43,8 @@ def reservation_affinity(spec: SliceSpec) -> gcp.container.NodePoolNodeConfigRes
 
 
 def upgrade_settings(spec: SliceSpec) -> gcp.container.NodePoolUpgradeSettingsArgs:
-    """Upgrades that need no spare TPU capacity: surge 0/1, or SHORT_LIVED for flex-start."""
-    if spec.capacity == "flexStart":
+    """Upgrades that need no spare TPU capacity: surge 0/1, or SHORT_LIVED for flex-start VMs."""
+    if spec.flex_start:
         return gcp.container.NodePoolUpgradeSettingsArgs(strategy="SHORT_LIVED")
     return gcp.container.NodePoolUpgradeSettingsArgs(strategy="SURGE", max_surge=0, max_unavailable=1)
 
@@ -69,9 +69,13 @@ class TpuSlicePool(pulumi.ComponentResource):
             if shape.multi_host
             else None
         )
+        # DWS pools scale from 0 to one whole slice, location policy ANY. A slice pool has exactly one
+        # zone, so the per-zone limits equal the totals; per-zone limits avoid the total_* limits
+        # that GKE tooling has dropped or overridden (terraform-google-kubernetes-engine#1639,
+        # k8s-config-connector#1051).
         autoscaling = (
             gcp.container.NodePoolAutoscalingArgs(
-                total_min_node_count=0, total_max_node_count=shape.vms, location_policy="ANY"
+                min_node_count=0, max_node_count=shape.vms, location_policy="ANY"
             )
             if spec.autoscaled
             else None
@@ -80,7 +84,7 @@ class TpuSlicePool(pulumi.ComponentResource):
             machine_type=shape.machine_type,
             labels=spec.labels,
             spot=True if spec.capacity == "spot" else None,
-            flex_start=True if spec.capacity == "flexStart" else None,
+            flex_start=True if spec.flex_start else None,
             max_run_duration=spec.max_run_duration,
             reservation_affinity=reservation_affinity(spec),
             gvnic=gcp.container.NodePoolNodeConfigGvnicArgs(enabled=True),

@@ -61,6 +61,22 @@ def test_validate_takes_a_path_a_name_and_stdin(
     assert capsys.readouterr().out.startswith("stack stdin: ok")
 
 
+def test_validate_warns_about_slices_without_teams(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(REPO_ROOT)
+    lonely = tmp_path / "Pulumi.lonely.yaml"
+    lonely.write_text(
+        "config:\n  gcp:project: my-project\n  gcp:region: us-east5\n  gcp:zone: us-east5-b\n"
+        "  tpu-platform:cluster: {name: lonely}\n"
+        "  tpu-platform:slicePools: [{name: p, topology: 4x4}]\n"
+    )
+    assert cli.main(["validate", str(lonely)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith("stack lonely: ok")
+    assert "warning: tpu-platform:teams: no teams" in captured.err
+
+
 def test_validate_of_a_missing_or_broken_file_exits_2(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

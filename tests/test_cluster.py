@@ -62,11 +62,11 @@ def test_system_pool_and_node_service_account(
 def test_given_node_service_account_creates_none(
     stack: dict[str, Any], render_stack: Callable[..., Any]
 ) -> None:
-    stack["tpu-platform:cluster"]["nodeServiceAccount"] = "nodes@test-project.iam.gserviceaccount.com"
+    stack["tpu-platform:cluster"]["nodeServiceAccount"] = "tpu-nodes@test-project.iam.gserviceaccount.com"
     rendering = render_stack(stack)
     assert by_type(rendering, "gcp:serviceaccount/account:Account") == []
     pool = next(r for r in rendering.resources if r.name == "tpu-train-0")
-    assert pool.inputs["nodeConfig"]["serviceAccount"] == "nodes@test-project.iam.gserviceaccount.com"
+    assert pool.inputs["nodeConfig"]["serviceAccount"] == "tpu-nodes@test-project.iam.gserviceaccount.com"
 
 
 def test_adopted_cluster_is_not_managed(stack: dict[str, Any], render_stack: Callable[..., Any]) -> None:

@@ -129,11 +129,20 @@ CONFIG_LAYERS = {
     "base": 1,
     "shapes": 1,
     "explain": 1,
+    "decode": 1,
+    "formats": 1,
+    "kueue_gates": 1,
+    "zones": 1,
     **dict.fromkeys(
-        ["cluster", "pools", "priorities", "kueue", "quota", "cohorts", "teams", "hotswap", "monitoring"], 2
+        [
+            *("cluster", "pools", "priorities", "kueue", "quota", "cohorts", "teams", "hotswap"),
+            *("monitoring", "maintenance", "network"),
+        ],
+        2,
     ),
     "platform": 3,
     "checks": 4,
+    "sizing": 4,  # derived from a whole stack, like the checks
     "loader": 5,
     "": 6,  # the package itself
 }

@@ -42,7 +42,6 @@ def cfg(stack: dict[str, Any]) -> PlatformConfig:
             "preemption": {
                 "withinClusterQueue": "LowerPriority",
                 "reclaimWithinCohort": "Any",
-                "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": "low-priority-job"},
             },
         },
         {"name": "applied", "cohortName": "ml", "quota": [{"topology": "4x4", "slices": 1}]},
@@ -77,11 +76,7 @@ def test_cluster_queue_spec(cfg: PlatformConfig) -> None:
     assert spec["cohortName"] == "ml"
     assert spec["queueingStrategy"] == "BestEffortFIFO"
     assert spec["fairSharing"] == {"weight": "0.5"}
-    assert spec["preemption"] == {
-        "withinClusterQueue": "LowerPriority",
-        "reclaimWithinCohort": "Any",
-        "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": 1_000_000},
-    }
+    assert spec["preemption"] == {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"}
     assert spec["resourceGroups"] == [
         {
             "coveredResources": ["google.com/tpu"],
@@ -271,3 +266,26 @@ def test_overcommit_is_declared_on_cluster_queues(stack: dict[str, Any]) -> None
     stack["tpu-platform:teams"][0]["quota"][0]["slices"] = 3
     cfg = parse_stack_config(stack)
     assert cluster_queue(cfg, cfg.teams[0])["metadata"]["annotations"] == {OVERCOMMIT_ANNOTATION: "true"}
+
+
+def test_borrow_within_cohort_renders_without_fair_sharing(stack: dict[str, Any]) -> None:
+    """Kueue honours borrowWithinCohort only without fair sharing (kueue v0.19.2
+    site/content/en/docs/concepts/preemption.md), so only such a stack renders it."""
+    config = copy.deepcopy(stack)
+    config["tpu-platform:kueue"] = {"fairSharing": {"enabled": False}}
+    config["tpu-platform:teams"] = [
+        {
+            "name": "research",
+            "cohortName": "ml",
+            "quota": [{"topology": "4x4", "slices": 1}],
+            "preemption": {
+                "reclaimWithinCohort": "Any",
+                "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": "low-priority-job"},
+            },
+        }
+    ]
+    spec = queue_objects(parse_stack_config(config)).cluster_queues["research"]["spec"]
+    assert spec["preemption"]["borrowWithinCohort"] == {
+        "policy": "LowerPriority",
+        "maxPriorityThreshold": 1_000_000,
+    }

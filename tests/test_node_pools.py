@@ -112,7 +112,8 @@ def test_flex_start(stack: dict[str, Any], render_stack: Callable[..., Any]) -> 
     assert node_config["maxRunDuration"] == "86400s"
     assert node_config["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"}
     assert inputs["management"]["autoRepair"] is False
-    assert inputs["autoscaling"] == {"totalMinNodeCount": 0, "totalMaxNodeCount": 4, "locationPolicy": "ANY"}
+    # One zone per slice: per-zone limits are the totals (see components/tpu_slice_pool.py).
+    assert inputs["autoscaling"] == {"minNodeCount": 0, "maxNodeCount": 4, "locationPolicy": "ANY"}
     assert inputs["initialNodeCount"] == 0
     assert "nodeCount" not in inputs
     assert inputs["upgradeSettings"] == {"strategy": "SHORT_LIVED"}
@@ -121,9 +122,11 @@ def test_flex_start(stack: dict[str, Any], render_stack: Callable[..., Any]) -> 
 def test_queued_provisioning(stack: dict[str, Any], render_stack: Callable[..., Any]) -> None:
     inputs = pool_with(stack, render_stack, topology="8x8", capacity={"type": "queuedProvisioning"})
     assert inputs["queuedProvisioning"] == {"enabled": True}
-    assert inputs["autoscaling"]["totalMinNodeCount"] == 0
-    assert inputs["autoscaling"]["totalMaxNodeCount"] == 16
-    assert inputs["management"]["autoRepair"] is True
+    assert inputs["autoscaling"]["minNodeCount"] == 0
+    assert inputs["autoscaling"]["maxNodeCount"] == 16
+    # Queued provisioning runs flex-start VMs, which cannot use auto-repair.
+    assert inputs["management"]["autoRepair"] is False
+    assert inputs["nodeConfig"]["flexStart"] is True
     assert inputs["nodeConfig"]["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"}
 
 

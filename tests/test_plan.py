@@ -70,7 +70,7 @@ def test_plan_command_writes_and_summarizes(tmp_path: Any, capsys: Any) -> None:
 
 def test_invalid_stack_exits_2(tmp_path: Any, capsys: Any) -> None:
     (tmp_path / "Pulumi.broken.yaml").write_text(
-        "config:\n  gcp:project: p\n  gcp:region: us-east5\n  gcp:zone: us-east5-b\n"
+        "config:\n  gcp:project: my-project\n  gcp:region: us-east5\n  gcp:zone: us-east5-b\n"
         "  tpu-platform:cluster: {name: c}\n  tpu-platform:slicePools: [{name: x, topology: 5x5}]\n"
     )
     code = main(["plan", "broken", "--stacks-dir", str(tmp_path), "--plans-dir", str(tmp_path)])

@@ -247,10 +247,11 @@ def stacks(draw: st.DrawFn) -> dict[str, Any]:
         # A team may name an undeclared cohort only while no cohort is declared.
         names = [c["name"] for c in cohorts] or ["implicit"]
         cohort_name = draw(st.sampled_from([None, *names]))
-        quota = []
+        quota: list[dict[str, Any]] = []
         for topology in draw(st.lists(st.sampled_from(["4x4", "8x8"]), min_size=1, max_size=2, unique=True)):
             chips = catalog.lookup(topology).chips
-            nominal = draw(st.integers(0, 4))
+            # A team without a cohort needs some nominal quota: otherwise it can admit nothing.
+            nominal = draw(st.integers(0 if cohort_name is not None or quota else 1, 4))
             entry: dict[str, Any] = {"topology": topology}
             entry.update({"chips": nominal * chips} if draw(st.booleans()) else {"slices": nominal})
             if cohort_name is not None and draw(st.booleans()):

@@ -248,6 +248,7 @@ def test_reclaim_never_without_cohort_is_fine(queued: dict[str, Any]) -> None:
 
 
 def test_borrow_within_cohort_needs_reclaim(queued: dict[str, Any]) -> None:
+    queued["tpu-platform:kueue"] = {"fairSharing": {"enabled": False}}
     queued["tpu-platform:teams"][0]["preemption"] = {"borrowWithinCohort": {"policy": "LowerPriority"}}
     message = only_problem(queued)
     assert message.startswith("tpu-platform:teams[0].preemption.borrowWithinCohort.policy: ")
@@ -255,6 +256,7 @@ def test_borrow_within_cohort_needs_reclaim(queued: dict[str, Any]) -> None:
 
 
 def test_unknown_priority_in_threshold(queued: dict[str, Any]) -> None:
+    queued["tpu-platform:kueue"] = {"fairSharing": {"enabled": False}}
     queued["tpu-platform:teams"][0]["preemption"] = {
         "reclaimWithinCohort": "Any",
         "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": "low-priority"},
@@ -506,7 +508,7 @@ def test_flavor_name_cannot_take_another_shapes_default(stack: dict[str, Any]) -
             "kueue.featureGates",
             "waitForPodsReady.enabled",
         ),
-        ({"featureGates": {"bad gate": True}}, "kueue.featureGates", "not a Kueue feature gate name"),
+        ({"featureGates": {"bad gate": True}}, "kueue.featureGates", "not a Kueue 0.19.2 feature gate"),
         (
             {
                 "fairSharing": {

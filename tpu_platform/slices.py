@@ -14,6 +14,8 @@ from .config import PlatformConfig
 from .constants import LABEL_CAPACITY, LABEL_SLICE_GROUP, LABEL_TEAM
 
 DEFAULT_MULTI_HOST_MAX_PODS = 15
+# Dynamic Workload Scheduler capacity: flex-start VMs, alone or through ProvisioningRequests.
+DWS_CAPACITY = ("flexStart", "queuedProvisioning")
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +40,14 @@ class SliceSpec:
     @property
     def autoscaled(self) -> bool:
         """Flex-start and queued provisioning pools scale from zero instead of a fixed size."""
-        return self.capacity in ("flexStart", "queuedProvisioning")
+        return self.capacity in DWS_CAPACITY
+
+    @property
+    def flex_start(self) -> bool:
+        """Both DWS modes run flex-start VMs: queued provisioning is flex-start with queued
+        provisioning (https://cloud.google.com/kubernetes-engine/docs/how-to/provisioningrequest:
+        "add the --flex-start and --enable-queued-provisioning flags")."""
+        return self.capacity in DWS_CAPACITY
 
     @property
     def chips(self) -> int:
@@ -54,7 +63,7 @@ def expand_slices(cfg: PlatformConfig) -> list[SliceSpec]:
     specs: list[SliceSpec] = []
     for pool in cfg.slice_pools:
         shape = catalog.lookup(pool.topology, pool.multi_host)
-        auto_repair = pool.capacity.type != "flexStart" if pool.auto_repair is None else pool.auto_repair
+        auto_repair = pool.capacity.type not in DWS_CAPACITY if pool.auto_repair is None else pool.auto_repair
         max_pods = pool.max_pods_per_node
         if max_pods is None and shape.multi_host:
             max_pods = DEFAULT_MULTI_HOST_MAX_PODS
@@ -72,7 +81,9 @@ def expand_slices(cfg: PlatformConfig) -> list[SliceSpec]:
                     capacity=pool.capacity.type,
                     reservation=pool.capacity.reservation,
                     reservation_project=pool.capacity.reservation_project,
-                    max_run_duration=pool.capacity.max_run_duration,
+                    max_run_duration=pool.capacity.max_run_duration
+                    if pool.capacity.type == "flexStart"
+                    else None,
                     team=pool.team,
                     auto_repair=auto_repair,
                     auto_upgrade=pool.auto_upgrade,

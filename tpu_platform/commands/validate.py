@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from ..config import StackConfigError
+from ..config.checks import stack_warnings
 from ..plan import list_stacks, load_stack_config, parse_stack_config
 from ..project import resolve_stack
 from ..summary import summarize
@@ -35,5 +36,7 @@ def run(args: argparse.Namespace) -> int:
             status = 2
             continue
         print(f"stack {ref.name}: ok")
+        for line in stack_warnings(cfg).lines:
+            print(f"stack {ref.name}: warning: {line}", file=sys.stderr)
         print(summarize(cfg).as_text())
     return status

@@ -30,6 +30,7 @@ class StackModel(BaseModel):
         extra="forbid",
         frozen=True,
         str_strip_whitespace=True,
+        strict=True,
     )
 
     # Keys people copy from other tools or older APIs, mapped to what to write instead. An

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import AfterValidator, Field, field_validator
 
 from .base import StackModel, check_gke_name
+from .formats import check_gke_version, check_ipv4_cidr, check_machine_type, check_service_account_email
+from .maintenance import MaintenanceConfig
+from .network import ControlPlaneAccess, NatConfig
 
 
 class SystemPoolConfig(StackModel):
@@ -15,6 +18,11 @@ class SystemPoolConfig(StackModel):
     machine_type: str = "e2-standard-8"
     node_count: int = Field(2, ge=1, le=50, description="Nodes per zone of the system pool.")
     disk_size_gb: int = Field(100, ge=20, le=4096)
+
+    @field_validator("machine_type")
+    @classmethod
+    def _machine_type(cls, value: str) -> str:
+        return check_machine_type(value)
 
 
 class ClusterConfig(StackModel):
@@ -36,18 +44,64 @@ class ClusterConfig(StackModel):
     network: str | None = None
     subnetwork: str | None = None
     private_nodes: bool | None = None
-    master_authorized_cidrs: list[str] | None = None
+    master_authorized_cidrs: list[Annotated[str, AfterValidator(check_ipv4_cidr)]] | None = Field(
+        None, max_length=50
+    )
     deletion_protection: bool | None = None
     system_pool: SystemPoolConfig | None = None
     node_service_account: str | None = Field(
         None,
         description="Email of the service account for nodes; a least-privilege one is created if unset.",
     )
+    control_plane_access: ControlPlaneAccess | None = Field(
+        None, description="dns (IAM-authorized DNS endpoint; default when created) or ip (default adopted)."
+    )
+    master_ipv4_cidr_block: str | None = Field(
+        None, description="A /28 for a VPC-peering control plane; unset: Private Service Connect."
+    )
+    nat: NatConfig | None = Field(None, description="Cloud NAT for private nodes; default: create one.")
+    maintenance: MaintenanceConfig | None = None
+    enable_services: bool = Field(False, description="Enable the project services the stack needs.")
 
     @field_validator("name")
     @classmethod
     def _gke_name(cls, value: str) -> str:
         return check_gke_name(value, "cluster name")
+
+    @field_validator("min_master_version")
+    @classmethod
+    def _version(cls, value: str | None) -> str | None:
+        return None if value is None else check_gke_version(value)
+
+    @field_validator("master_ipv4_cidr_block")
+    @classmethod
+    def _master_block(cls, value: str | None) -> str | None:
+        """A /28 of internal addresses, as GKE requires for a peered control plane
+        (https://cloud.google.com/kubernetes-engine/docs/how-to/legacy/network-isolation)."""
+        if value is None:
+            return None
+        block = check_ipv4_cidr(value)
+        if not block.endswith("/28"):
+            raise ValueError(f"masterIpv4CidrBlock {value!r} must be a /28 such as '172.16.0.0/28'")
+        return block
+
+    @property
+    def access(self) -> ControlPlaneAccess:
+        """How ``pulumi up`` reaches the control plane (see ``config.network``)."""
+        if self.control_plane_access is not None:
+            return self.control_plane_access
+        return "dns" if self.mode == "create" else "ip"
+
+    def nat_mode(self) -> str:
+        """``create``, ``existing`` or ``none``: created by default for private nodes only."""
+        if self.nat is not None:
+            return self.nat.mode
+        return "create" if self.private_nodes else "none"
+
+    @field_validator("node_service_account")
+    @classmethod
+    def _node_sa(cls, value: str | None) -> str | None:
+        return None if value is None else check_service_account_email(value)
 
     def creation_only_fields_set(self) -> list[str]:
         """Keys that only mean something when the platform creates the cluster."""
@@ -61,6 +115,10 @@ class ClusterConfig(StackModel):
             "deletion_protection",
             "system_pool",
             "node_service_account",
+            "master_ipv4_cidr_block",
+            "nat",
+            "maintenance",
+            "enable_services",
         }
         fields = type(self).model_fields
         return sorted(fields[name].alias or name for name in self.model_fields_set if name in only_create)

@@ -9,10 +9,11 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic.alias_generators import to_snake
 
 from .base import StackModel, check_dns_label
+from .formats import check_quantity, parse_quantity
 
 IMAGE_RE = re.compile(r"^[a-z0-9.-]+(:[0-9]+)?/[a-z0-9._/-]+(:[A-Za-z0-9._-]+)?(@sha256:[a-f0-9]{64})?$")
 
@@ -30,11 +31,35 @@ class ImageBuildConfig(StackModel):
 
 
 class ControllerResources(StackModel):
-    """Requests and limit of the controller container (no CPU limit: avoid throttled reconciles)."""
+    """Requests and limit of the controller container (no CPU limit: avoid throttled reconciles).
+
+    Quantities as the API server parses them; the memory request must not exceed the limit
+    (Kubernetes ``ValidateResourceRequirements`` rejects such a container)."""
 
     cpu_request: str = "250m"
     memory_request: str = "512Mi"
     memory_limit: str = "1Gi"
+
+    @field_validator("cpu_request")
+    @classmethod
+    def _cpu(cls, value: str) -> str:
+        check_quantity(value, "cpuRequest", "64")
+        return value
+
+    @field_validator("memory_request", "memory_limit")
+    @classmethod
+    def _memory(cls, value: str) -> str:
+        check_quantity(value, "memory", "512Gi")
+        return value
+
+    @model_validator(mode="after")
+    def _request_within_limit(self) -> ControllerResources:
+        if parse_quantity(self.memory_request) > parse_quantity(self.memory_limit):
+            raise ValueError(
+                f"memoryRequest {self.memory_request} is above memoryLimit {self.memory_limit}; Kubernetes "
+                "rejects a container whose request exceeds its limit: lower the request or raise the limit"
+            )
+        return self
 
 
 class HotswapConfig(StackModel):
@@ -50,6 +75,18 @@ class HotswapConfig(StackModel):
     pod_monitoring: bool = Field(True, description="Create a PodMonitoring for Managed Prometheus.")
     resources: ControllerResources = ControllerResources()
     settings: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("settings")
+    @classmethod
+    def _setting_keys(cls, value: dict[str, Any]) -> dict[str, Any]:
+        """Thresholds only: process options have their own keys (the loader's ``runtime`` section)."""
+        for key in value:
+            if key == "runtime":
+                raise ValueError(
+                    "settings.runtime is the controller's process section, rendered from hotswap.dryRun "
+                    "and hotswap.logLevel; remove it and set those keys instead"
+                )
+        return value
 
     @field_validator("namespace")
     @classmethod

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 from typing import ClassVar, Literal
 
@@ -9,11 +10,16 @@ from pydantic import Field, field_validator
 
 from .. import catalog
 from .base import StackModel, check_dns_subdomain
+from .formats import check_quantity
+from .kueue_gates import KUEUE_FEATURE_GATES, LOCKED_FEATURE_GATES
 from .shapes import default_flavor_name, entry_shape
 
 DURATION_RE = re.compile(r"^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$")
-QUANTITY_RE = re.compile(r"^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$")
-FEATURE_GATE_RE = re.compile(r"^[A-Z][A-Za-z0-9]*$")
+DURATION_PART_RE = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)")
+_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+# Caps on a controller container: no node the system pool runs offers more.
+MAX_CPU = "64"
+MAX_MEMORY = "512Gi"
 
 PreemptionStrategy = Literal["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
 VALID_STRATEGY_SETS: tuple[tuple[str, ...], ...] = (
@@ -47,9 +53,17 @@ REQUIRED_FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset")
 
 
 def check_duration(value: str | None, what: str) -> str | None:
+    """Go ``time.ParseDuration`` syntax (what ``metav1.Duration`` in Kueue's Configuration decodes)."""
     if value is not None and not DURATION_RE.match(value):
         raise ValueError(f"{what} {value!r} is not a duration such as '30m', '1h30m' or '90s'")
+    if value is not None and duration_seconds(value) > 366 * 86400:
+        raise ValueError(f"{what} {value!r} is longer than a year; use a duration such as '30m'")
     return value
+
+
+def duration_seconds(value: str) -> float:
+    """Seconds of a duration that passed ``check_duration``."""
+    return sum(float(n) * _UNIT_SECONDS[unit] for n, unit in DURATION_PART_RE.findall(value))
 
 
 def _default_strategies() -> list[PreemptionStrategy]:
@@ -78,9 +92,9 @@ class RequeuingStrategyConfig(StackModel):
     """How a workload evicted for not becoming ready is queued again."""
 
     timestamp: Literal["Eviction", "Creation"] = "Eviction"
-    backoff_limit_count: int | None = Field(None, ge=0, description="Unset: requeue forever.")
-    backoff_base_seconds: int = Field(60, ge=0)
-    backoff_max_seconds: int = Field(3600, ge=0)
+    backoff_limit_count: int | None = Field(None, ge=0, le=2**31 - 1, description="Unset: requeue forever.")
+    backoff_base_seconds: int = Field(60, ge=0, le=2**31 - 1)
+    backoff_max_seconds: int = Field(3600, ge=0, le=2**31 - 1)
 
 
 class WaitForPodsReadyConfig(StackModel):
@@ -101,6 +115,18 @@ class WaitForPodsReadyConfig(StackModel):
     def _durations(cls, value: str | None) -> str | None:
         return check_duration(value, "duration")
 
+    @field_validator("timeout")
+    @classmethod
+    def _positive_timeout(cls, value: str) -> str:
+        """Kueue rejects a zero timeout ("must be specified") and a negative one
+        (kueue v0.19.2 ``pkg/config/validation.go``, ``validateWaitForPodsReady``)."""
+        if duration_seconds(value) <= 0:
+            raise ValueError(
+                f"timeout {value!r} must be longer than 0 (Kueue rejects 0); use e.g. '30m', or set "
+                "enabled: false to turn waitForPodsReady off"
+            )
+        return value
+
 
 class MetricsConfig(StackModel):
     """Kueue's Prometheus metrics."""
@@ -117,11 +143,18 @@ class ResourceListConfig(StackModel):
     cpu: str | None = None
     memory: str | None = None
 
-    @field_validator("cpu", "memory")
+    @field_validator("cpu")
     @classmethod
-    def _quantity(cls, value: str | None) -> str | None:
-        if value is not None and not QUANTITY_RE.match(str(value)):
-            raise ValueError(f"{value!r} is not a Kubernetes quantity such as '500m', '2' or '1Gi'")
+    def _cpu(cls, value: str | None) -> str | None:
+        if value is not None:
+            check_quantity(value, "cpu", MAX_CPU)
+        return value
+
+    @field_validator("memory")
+    @classmethod
+    def _memory(cls, value: str | None) -> str | None:
+        if value is not None:
+            check_quantity(value, "memory", MAX_MEMORY)
         return value
 
 
@@ -144,6 +177,11 @@ class FlavorNameConfig(StackModel):
     @classmethod
     def _name(cls, value: str) -> str:
         return check_dns_subdomain(value, "flavor name")
+
+
+def _closest_gate(name: str) -> str:
+    close = difflib.get_close_matches(name, sorted(KUEUE_FEATURE_GATES), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 class KueueConfig(StackModel):
@@ -197,16 +235,22 @@ class KueueConfig(StackModel):
     @field_validator("feature_gates")
     @classmethod
     def _gates(cls, value: dict[str, bool]) -> dict[str, bool]:
-        for name in value:
-            if not FEATURE_GATE_RE.match(name):
-                raise ValueError(
-                    f"feature gate {name!r} is not a Kueue feature gate name such as "
-                    f"'TopologyAwareScheduling'"
-                )
         if "DisableWaitForPodsReady" in value:
             raise ValueError(
                 "use waitForPodsReady.enabled instead of the DisableWaitForPodsReady feature gate"
             )
+        for name, enabled in value.items():
+            if name not in KUEUE_FEATURE_GATES:
+                raise ValueError(
+                    f"{name!r} is not a Kueue 0.19.2 feature gate (pkg/features/kube_features.go), so the "
+                    f"manager would not start{_closest_gate(name)}"
+                )
+            locked = LOCKED_FEATURE_GATES.get(name)
+            if locked is not None and enabled != locked:
+                raise ValueError(
+                    f"{name} is locked to {str(locked).lower()} in Kueue 0.19.2 (GA or deprecated); "
+                    "remove it from featureGates"
+                )
         return value
 
     def frameworks(self) -> list[str]:

@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .checks import check_stack
+from .decode import DecodeError, decode_value
 from .explain import explain
 from .platform import PlatformConfig
 from .problems import GCP_KEYS, StackConfigError
@@ -31,20 +32,30 @@ def stack_keys() -> list[str]:
     return [f.alias or name for name, f in PlatformConfig.model_fields.items()]
 
 
-def read_stack(get: Callable[[str, str], Any], present_keys: Callable[[str], list[str]]) -> PlatformConfig:
+def read_stack(
+    get: Callable[[str, str], str | None], present_keys: Callable[[str], list[str]]
+) -> PlatformConfig:
     """Assemble the raw stack from a config reader, rejecting unknown ``tpu-platform:`` keys.
 
-    ``get(namespace, key)`` returns the decoded value or None; ``present_keys(namespace)``
-    lists the keys set in that namespace. Both come from ``pulumi.Config`` in a program and
-    from a plain dict offline, so the program and the plan read a stack the same way.
+    ``get(namespace, key)`` returns the value's text as Pulumi passes it to a program, or None;
+    ``present_keys(namespace)`` lists the keys set in that namespace. Both come from
+    ``pulumi.Config`` in a program and from a stack file offline (``decode.pulumi_text``), and
+    ``decode.decode_value`` decodes both, so the program and the plan read a stack the same way.
     """
     known = stack_keys()
     raw: dict[str, Any] = {}
+    undecodable: list[str] = []
     for key in known:
         namespace = "gcp" if key in GCP_KEYS else "tpu-platform"
-        value = get(namespace, key)
-        if value is not None:
-            raw[key] = value
+        text = get(namespace, key)
+        if text is None:
+            continue
+        try:
+            raw[key] = decode_value(namespace, key, text)
+        except DecodeError as err:
+            undecodable.append(str(err))
+    if undecodable:
+        raise StackConfigError(undecodable)
     unknown = sorted(set(present_keys("tpu-platform")) - set(known))
     if unknown:
         raise StackConfigError(

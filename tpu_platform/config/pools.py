@@ -7,7 +7,8 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from .base import LABEL_VALUE_RE, StackModel, check_gke_name
+from .base import StackModel, check_gke_name
+from .formats import check_gke_version, check_label_key, check_label_value, reserved_label_prefix
 
 CapacityType = Literal["onDemand", "reservation", "spot", "flexStart", "queuedProvisioning"]
 
@@ -64,14 +65,27 @@ class SlicePoolConfig(StackModel):
     def _gke_name(cls, value: str) -> str:
         return check_gke_name(value, "slice pool name", max_len=36)
 
+    @field_validator("node_version")
+    @classmethod
+    def _version(cls, value: str | None) -> str | None:
+        return None if value is None else check_gke_version(value)
+
     @field_validator("labels")
     @classmethod
-    def _label_values(cls, value: dict[str, str]) -> dict[str, str]:
+    def _labels(cls, value: dict[str, str]) -> dict[str, str]:
+        """Qualified keys and valid values (apimachinery's label validation), and none of the
+        labels GKE, Kubernetes or the platform set themselves (``formats.RESERVED_LABEL_PREFIXES``)."""
+        if len(value) > 64:
+            raise ValueError(f"{len(value)} labels; the platform takes at most 64 extra labels per pool")
         for key, label in value.items():
-            if len(label) > 63 or not LABEL_VALUE_RE.match(label):
+            check_label_key(key)
+            check_label_value(key, label)
+            reserved = reserved_label_prefix(key)
+            if reserved is not None:
                 raise ValueError(
-                    f"label {key}={label!r} is not a valid Kubernetes label value: use at most 63 "
-                    "letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
+                    f"label {key!r} is under {reserved}/, which GKE, Kubernetes or the platform set "
+                    "themselves (a TPU pool's accelerator and topology labels come from its shape); "
+                    "remove it or use your own prefix such as example.com/"
                 )
         return value
 

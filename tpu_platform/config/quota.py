@@ -11,6 +11,12 @@ from .. import catalog
 from .base import StackModel
 from .shapes import entry_shape
 
+# Caps on absurd sizes: a slice pool group holds at most 512 slices and a stack a few groups;
+# 4,096 slices of the largest shape (256 chips) bound any real quota and keep Kueue's int64
+# quantities far from overflow.
+MAX_SLICES = 4096
+MAX_CHIPS = MAX_SLICES * 256
+
 
 class QuotaConfig(StackModel):
     """Quota of one slice shape, in whole slices (or in chips that make whole slices).
@@ -36,12 +42,12 @@ class QuotaConfig(StackModel):
 
     topology: str
     multi_host: bool | None = None
-    slices: int | None = Field(None, ge=0)
-    chips: int | None = Field(None, ge=0)
-    borrowing_limit_slices: int | None = Field(None, ge=0)
-    borrowing_limit_chips: int | None = Field(None, ge=0)
-    lending_limit_slices: int | None = Field(None, ge=0)
-    lending_limit_chips: int | None = Field(None, ge=0)
+    slices: int | None = Field(None, ge=0, le=MAX_SLICES)
+    chips: int | None = Field(None, ge=0, le=MAX_CHIPS)
+    borrowing_limit_slices: int | None = Field(None, ge=0, le=MAX_SLICES)
+    borrowing_limit_chips: int | None = Field(None, ge=0, le=MAX_CHIPS)
+    lending_limit_slices: int | None = Field(None, ge=0, le=MAX_SLICES)
+    lending_limit_chips: int | None = Field(None, ge=0, le=MAX_CHIPS)
 
     def shape(self) -> catalog.SliceShape | None:
         return entry_shape(self.topology, self.multi_host)

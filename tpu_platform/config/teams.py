@@ -10,6 +10,7 @@ from pydantic import Field, field_validator, model_validator
 from .. import catalog
 from ..constants import BUILTIN_NAMESPACES
 from .base import StackModel, check_dns_label, check_dns_subdomain, fair_sharing_weight
+from .formats import check_label_key, check_label_value
 from .quota import QuotaConfig, ResolvedQuota
 
 RECLAIM_OUT_OF_COHORT = (
@@ -33,6 +34,14 @@ class NamespaceConfig(StackModel):
     @classmethod
     def _name(cls, value: str) -> str:
         return check_dns_label(value, "namespace")
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, label in value.items():
+            check_label_key(key)
+            check_label_value(key, label)
+        return value
 
     @property
     def created(self) -> bool:
@@ -58,6 +67,14 @@ class BorrowWithinCohortConfig(StackModel):
     max_priority_threshold: int | str | None = Field(
         None, description="A priority name or value: only workloads at or below it are preempted."
     )
+
+    @field_validator("max_priority_threshold")
+    @classmethod
+    def _int32(cls, value: int | str | None) -> int | str | None:
+        """Kueue's ``maxPriorityThreshold`` is an ``*int32`` (apis/kueue/v1beta2/clusterqueue_types.go)."""
+        if isinstance(value, int) and not -(2**31) <= value < 2**31:
+            raise ValueError(f"maxPriorityThreshold {value} does not fit Kueue's int32 priority")
+        return value
 
 
 class PreemptionConfig(StackModel):

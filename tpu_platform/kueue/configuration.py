@@ -7,14 +7,13 @@ at their release tags. Pure functions: the ``KueueInstall`` component passes the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
-from ..config import ControllerConfig, PlatformConfig
+from ..config import PlatformConfig
+from ..config.sizing import ControllerSize, controller_sizes, fleet_nodes
 from ..constants import LABEL_NAMESPACE_NAME
-from ..slices import expand_slices
 
 KUEUE_VERSION = "0.19.2"
 JOBSET_VERSION = "0.12.0"
@@ -27,59 +26,7 @@ JOBSET_RELEASE = "jobset"
 CONFIG_API = "config.kueue.x-k8s.io/v1beta2"
 LEADER_ELECTION_ID = "c1f6bfd2.kueue.x-k8s.io"
 
-
-@dataclass(frozen=True)
-class ControllerSize:
-    """Replicas and container resources of one controller."""
-
-    replicas: int
-    requests: dict[str, str]
-    limits: dict[str, str]
-
-    def resources(self) -> dict[str, dict[str, str]]:
-        return {"requests": dict(self.requests), "limits": dict(self.limits)}
-
-
-# (max TPU nodes, Kueue size, JobSet size): Kueue's memory grows with workloads and pods it
-# tracks, JobSet's with Jobs; two replicas (leader election, webhooks on both) from mid-size up.
-_TIERS: tuple[tuple[int, ControllerSize, ControllerSize], ...] = (
-    (
-        64,
-        ControllerSize(1, {"cpu": "500m", "memory": "512Mi"}, {"cpu": "2", "memory": "1Gi"}),
-        ControllerSize(1, {"cpu": "250m", "memory": "128Mi"}, {"cpu": "1", "memory": "512Mi"}),
-    ),
-    (
-        512,
-        ControllerSize(2, {"cpu": "1", "memory": "1Gi"}, {"cpu": "4", "memory": "2Gi"}),
-        ControllerSize(2, {"cpu": "500m", "memory": "256Mi"}, {"cpu": "2", "memory": "1Gi"}),
-    ),
-    (
-        1 << 30,
-        ControllerSize(2, {"cpu": "2", "memory": "4Gi"}, {"cpu": "8", "memory": "8Gi"}),
-        ControllerSize(2, {"cpu": "1", "memory": "1Gi"}, {"cpu": "4", "memory": "4Gi"}),
-    ),
-)
-
-
-def fleet_nodes(cfg: PlatformConfig) -> int:
-    """TPU VMs in the stack: the number that sizes the controllers."""
-    return sum(spec.nodes for spec in expand_slices(cfg))
-
-
-def _sized(default: ControllerSize, override: ControllerConfig) -> ControllerSize:
-    requests = dict(default.requests)
-    limits = dict(default.limits)
-    for target, given in ((requests, override.requests), (limits, override.limits)):
-        if given is not None:
-            target.update({k: v for k, v in given.model_dump().items() if v is not None})
-    return ControllerSize(override.replicas or default.replicas, requests, limits)
-
-
-def controller_sizes(cfg: PlatformConfig) -> tuple[ControllerSize, ControllerSize]:
-    """``(kueue, jobset)`` sizes: the tier for the fleet's TPU node count, then the stack's overrides."""
-    nodes = fleet_nodes(cfg)
-    kueue, jobset = next((k, j) for limit, k, j in _TIERS if nodes <= limit)
-    return _sized(kueue, cfg.kueue.controller), _sized(jobset, cfg.kueue.jobset)
+__all__ = ["ControllerSize", "controller_sizes", "fleet_nodes"]
 
 
 def team_namespaces(cfg: PlatformConfig) -> list[str]:

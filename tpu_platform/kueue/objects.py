@@ -31,6 +31,7 @@ from ..constants import (
     TPU_RESOURCE,
 )
 from ..queueplan import FlavorQuota, QueuePlan, queue_plan
+from .provisioning import with_admission_checks
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 SCHEDULING_API = "scheduling.k8s.io/v1"
@@ -253,7 +254,9 @@ def queue_objects(cfg: PlatformConfig) -> QueueObjects:
         namespaces=namespaces,
         resource_flavors=[resource_flavor(f) for f in flavors(cfg, plan)],
         cohorts=[cohort(cfg, c, plan) for c in cfg.cohorts],
-        cluster_queues={team.name: cluster_queue(cfg, team, plan) for team in cfg.teams},
+        cluster_queues={
+            team.name: with_admission_checks(cfg, cluster_queue(cfg, team, plan)) for team in cfg.teams
+        },
         local_queues=[
             LocalQueueObject(team.name, ns, name, local_queue(team, ns, name))
             for team in cfg.teams

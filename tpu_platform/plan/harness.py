@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +17,8 @@ import pulumi
 from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime.settings import reset_options
 from pulumi.runtime.stack import run_pulumi_func
+
+from ..config.decode import pulumi_text, qualified_config
 
 SECRET_SIG = "4dabf18193072939515e22adb298388d"
 UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
@@ -66,6 +67,10 @@ def plain(value: Any) -> Any:
 FAKE_CA = "TU9DSy1DQQ=="  # base64("MOCK-CA")
 
 
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 class PlatformMocks(pulumi.runtime.Mocks):
     """Deterministic stand-ins for the outputs cloud providers would compute."""
 
@@ -74,6 +79,13 @@ class PlatformMocks(pulumi.runtime.Mocks):
         if args.typ == "gcp:container/cluster:Cluster":
             state.setdefault("endpoint", "203.0.113.10")
             state["masterAuth"] = {"clusterCaCertificate": FAKE_CA}
+            dns = (state.get("controlPlaneEndpointsConfig") or {}).get("dnsEndpointConfig")
+            if dns is not None:
+                # GKE's DNS endpoint: gke-<hash>-<project number>.<location>.gke.goog
+                dns["endpoint"] = f"gke-{_digest(args.name)}-123456789012.{state.get('location')}.gke.goog"
+            private = state.get("privateClusterConfig")
+            if private is not None:
+                private["privateEndpoint"] = "10.128.0.2"
         elif args.typ == "gcp:serviceaccount/account:Account":
             project = state.get("project", "project")
             state["email"] = f"{state.get('accountId')}@{project}.iam.gserviceaccount.com"
@@ -89,6 +101,13 @@ class PlatformMocks(pulumi.runtime.Mocks):
                 "location": args.args.get("location"),
                 "endpoint": "203.0.113.20",
                 "masterAuths": [{"clusterCaCertificate": FAKE_CA}],
+                "controlPlaneEndpointsConfigs": [
+                    {
+                        "dnsEndpointConfigs": [
+                            {"endpoint": f"gke-{_digest(str(args.args.get('name')))}.gke.goog"}
+                        ]
+                    }
+                ],
             }, []
         if args.token == "gcp:organizations/getClientConfig:getClientConfig":
             return {"accessToken": "offline-token", "project": "project", "id": "client"}, []
@@ -160,9 +179,7 @@ class Rendering:
 
 def config_values(stack_config: Mapping[str, Any]) -> dict[str, str]:
     """Stack-file values as Pulumi passes them to a program: objects as JSON strings."""
-    return {
-        key: value if isinstance(value, str) else json.dumps(value) for key, value in stack_config.items()
-    }
+    return {key: pulumi_text(value) for key, value in qualified_config(stack_config).items()}
 
 
 def render(

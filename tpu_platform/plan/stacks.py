@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from ..config import PlatformConfig, StackConfigError, read_stack
+from ..config.decode import pulumi_text, qualified_config
 from ..project import find_project
 
 
@@ -52,23 +53,39 @@ def load_stack_config(path: Path) -> dict[str, Any]:
 def stack_config_from_text(text: str, path: str) -> dict[str, Any]:
     """The ``config:`` map of a stack file's text; ``path`` names it in errors."""
     try:
-        doc = yaml.safe_load(text) or {}
-    except yaml.YAMLError as err:
+        doc = yaml.load(text, Loader=StackFileLoader) or {}
+    except (yaml.YAMLError, RecursionError) as err:
         raise StackConfigError([f"{path}: not valid YAML: {err}"]) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("config", {}), dict):
         raise StackConfigError([f"{path}: a stack file is a mapping with a 'config:' mapping inside"])
     config = doc.get("config") or {}
+    config = qualified_config(config, path)
     for key, value in config.items():
         if isinstance(value, dict) and "secure" in value:
             raise StackConfigError([f"{path}: {key} is an encrypted secret; the offline plan cannot read it"])
     return dict(config)
 
 
-def parse_stack_config(config: dict[str, Any]) -> PlatformConfig:
-    """Validate a stack's config map with the same reader the Pulumi program uses."""
+class StackFileLoader(yaml.SafeLoader):
+    """YAML as the Pulumi CLI reads a stack file: timestamps stay text (no ``datetime``), so a
+    maintenance window's ``2026-01-01T00:00:00Z`` reaches the program as the string it is."""
 
-    def get(namespace: str, key: str) -> Any:
-        return config.get(f"{namespace}:{key}")
+
+StackFileLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def parse_stack_config(config: dict[str, Any]) -> PlatformConfig:
+    """Validate a stack's config map with the same reader the Pulumi program uses: each value goes
+    through the text Pulumi would pass (``pulumi_text``) and the program's own decoding."""
+
+    def get(namespace: str, key: str) -> str | None:
+        full = f"{namespace}:{key}"
+        return pulumi_text(config[full]) if full in config else None
+
+    config = qualified_config(config)
 
     def present(namespace: str) -> list[str]:
         prefix = f"{namespace}:"

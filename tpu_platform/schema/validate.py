@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from functools import lru_cache
 from pathlib import Path
@@ -44,6 +45,29 @@ CLUSTER_SCOPED_CORE = frozenset(
 _MAX_MESSAGE = 300
 # Schema errors that stop CEL rules from running (``hasBlockingErr`` in the API server).
 _BLOCKING = frozenset({"type", "enum"})
+
+
+# The API server matches ``pattern`` with Go's RE2, where an inline flag group such as ``(?i)`` may
+# stand anywhere and applies to the rest of the expression (https://github.com/google/re2/wiki/Syntax);
+# Python's ``re`` rejects global flags after the start. Kueue's AdmissionCheck CRD writes
+# ``^(?i)[a-z]...`` (kueue v0.19.2, parameters.kind). Leading flags move to the front unchanged.
+_LEADING_FLAGS = re.compile(r"^\^\(\?([ims]+)\)")
+
+
+def python_pattern(pattern: str) -> str:
+    """An RE2 ``pattern`` as Python ``re`` reads it (same language for the CRDs' patterns)."""
+    match = _LEADING_FLAGS.match(pattern)
+    if match:
+        return f"(?{match.group(1)})^" + pattern[match.end() :]
+    return pattern
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, schema: dict[str, Any]) -> Any:
+    if validator.is_type(instance, "string") and not re.search(python_pattern(pattern), instance):
+        yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+Re2PatternValidator = jsonschema.validators.extend(jsonschema.Draft4Validator, {"pattern": _pattern})
 
 
 def format_path(parts: deque[Any] | list[Any]) -> str:
@@ -197,7 +221,7 @@ class SchemaValidator:
         key = (crd.group, crd.kind, version)
         if key not in self._compiled:
             schema = structural.to_json_schema(crd.versions[version].schema, root=True)
-            self._compiled[key] = jsonschema.Draft4Validator(schema)
+            self._compiled[key] = Re2PatternValidator(schema)
         return self._compiled[key]
 
     def _check_against_crd(self, obj: dict[str, Any], crd: Crd, version: str, report: SchemaReport) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from ..platform import PlatformConfig
 from ..problems import Problems
 from .capacity import check_quota_capacity
-from .cluster import check_cluster
+from .cluster import check_cluster, check_maintenance, check_network
 from .cohorts import check_cohorts
 from .hotswap import check_hotswap
 from .kueue import check_kueue
@@ -22,12 +22,15 @@ from .monitoring import check_monitoring
 from .pools import check_pools
 from .priorities import check_priorities
 from .teams import check_teams
+from .warnings import stack_warnings
 
 Check = Callable[[PlatformConfig], Problems]
 
 CHECKS: tuple[Check, ...] = (
     check_locations,
     check_cluster,
+    check_network,
+    check_maintenance,
     check_pools,
     check_priorities,
     check_kueue,
@@ -47,4 +50,4 @@ def check_stack(cfg: PlatformConfig) -> Problems:
     return problems
 
 
-__all__ = ["CHECKS", "Check", "check_stack"]
+__all__ = ["CHECKS", "Check", "check_stack", "stack_warnings"]

@@ -3,6 +3,8 @@ the controller itself accepts."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic.alias_generators import to_camel
 
 from ...constants import BUILTIN_NAMESPACES, RESERVED_NAMESPACES
@@ -39,12 +41,48 @@ def check_hotswap(cfg: PlatformConfig) -> Problems:
             f"{hot.namespace!r} is also a team namespace; the controller needs its own",
         )
     try:
-        config_document(hot.controller_settings(), hot.runtime())
+        document = config_document(hot.controller_settings(), hot.runtime())
     except SettingsError as err:
         key = err.field.split(".")[-1]
         message = str(err).split(": ", 1)[-1]
         problems.add(
-            ("hotswap", "settings", to_camel(key)),
+            ("hotswap", "settings", to_camel(key)) if key else ("hotswap", "settings"),
             f"{message}; see tpu_platform/hotswap/README.md for every setting",
         )
+        return problems
+    _check_floors(document, problems)
     return problems
+
+
+# Floors that keep the controller's safety rules (tpu_platform/hotswap/core/settings.py documents
+# each default): below them it would act on status blips, force-delete pods of live nodes, hand a
+# pool back before its runtime settles, or race kube-scheduler. (setting, floor, why)
+FLOORS: tuple[tuple[str, float, str], ...] = (
+    ("unhealthy_after_seconds", 5, "shorter windows turn kubelet restarts and status blips into evictions"),
+    (
+        "healthy_after_seconds",
+        30,
+        "a recreated multi-host slice needs time to settle before it gets work back",
+    ),
+    (
+        "flapping_healthy_after_seconds",
+        300,
+        "a flapping pool must stay out long enough for GKE repair to act",
+    ),
+    ("flap_window_seconds", 600, "the window must span at least one repair (~10 min) to see flapping"),
+    ("dead_node_confirm_seconds", 10, "force deletion is only safe once the kubelet has surely gone silent"),
+    ("preemption_pending_seconds", 5, "kube-scheduler must get the first try, or both preempt for one pod"),
+    ("preemption_settle_seconds", 30, "a victim's pods need time to terminate before the next preemption"),
+)
+# leaseStaleSeconds has its floor in the controller's own loader (0 or at least 20 s).
+
+
+def _check_floors(document: dict[str, Any], problems: Problems) -> None:
+    """Thresholds that parse but would break a safety rule (the controller's loader only asks >= 0)."""
+    for name, floor, why in FLOORS:
+        value = float(document[name])
+        if value < floor:
+            problems.add(
+                ("hotswap", "settings", to_camel(name)),
+                f"{value:g} s is below the floor of {floor:g} s: {why}; use at least {floor:g} or remove it",
+            )

@@ -11,6 +11,10 @@ from .cluster import check_tpu_version
 
 SYSTEM_POOL_NAME = "system"
 NO_RESERVATION_TYPES = ("spot", "flexStart", "queuedProvisioning")
+DWS_TYPES = ("flexStart", "queuedProvisioning")
+# GKE caps how long flex-start VMs run: seven days
+# (https://cloud.google.com/kubernetes-engine/docs/concepts/dws, "maximum of seven days").
+MAX_RUN_DURATION_SECONDS = 7 * 86400
 
 
 def check_pools(cfg: PlatformConfig) -> Problems:
@@ -44,7 +48,32 @@ def check_pools(cfg: PlatformConfig) -> Problems:
         if pool.node_version:
             check_tpu_version((*here, "nodeVersion"), pool.node_version, problems)
         check_capacity_source(pool, here, problems)
+    _check_queued_shapes(cfg, problems)
     return problems
+
+
+def _check_queued_shapes(cfg: PlatformConfig, problems: Problems) -> None:
+    """Kueue attaches the ProvisioningRequest check to a flavor, and a flavor is a slice shape here:
+    a shape served by queued provisioning must not also come from other capacity, or workloads on
+    the other pools would wait for ProvisioningRequests they do not need."""
+    kinds: dict[catalog.SliceShape, set[str]] = {}
+    first: dict[catalog.SliceShape, int] = {}
+    for index, pool in enumerate(cfg.slice_pools):
+        try:
+            shape = catalog.lookup(pool.topology, pool.multi_host)
+        except catalog.UnsupportedSliceError:
+            continue
+        seen = kinds.setdefault(shape, set())
+        mixed_before = seen == {"queued", "other"}
+        seen.add("queued" if pool.capacity.type == "queuedProvisioning" else "other")
+        first.setdefault(shape, index)
+        if seen == {"queued", "other"} and not mixed_before:
+            problems.add(
+                (*("slicePools", index), "capacity", "type"),
+                f"{pool.topology} slices also come from slicePools[{first[shape]}]; Kueue's "
+                "ProvisioningRequest check applies per flavor (per shape here), so give queued "
+                "provisioning its own shape or move the other pools to it",
+            )
 
 
 def check_capacity_source(pool: SlicePoolConfig, here: Loc, problems: Problems) -> None:
@@ -68,17 +97,26 @@ def check_capacity_source(pool: SlicePoolConfig, here: Loc, problems: Problems) 
                     + ("NO_RESERVATION" if kind in NO_RESERVATION_TYPES else "no reservation")
                     + ": remove it or set type: reservation",
                 )
-    if capacity.max_run_duration is not None and kind != "flexStart":
+    if capacity.max_run_duration is not None and kind not in DWS_TYPES:
         problems.add(
             (*here, "capacity", "maxRunDuration"),
-            "only applies to flex-start capacity; remove it or set type: flexStart",
+            "only applies to flex-start and queued-provisioning capacity; remove it or set type: flexStart",
         )
-    if kind == "flexStart" and pool.auto_repair:
+    if capacity.max_run_duration is not None:
+        seconds = int(capacity.max_run_duration.removesuffix("s"))
+        if not 0 < seconds <= MAX_RUN_DURATION_SECONDS:
+            problems.add(
+                (*here, "capacity", "maxRunDuration"),
+                f"{capacity.max_run_duration} is outside GKE's cap for flex-start VMs (1s to "
+                f"{MAX_RUN_DURATION_SECONDS}s, seven days); use e.g. '86400s'",
+            )
+    if kind in DWS_TYPES and pool.auto_repair:
         problems.add(
             (*here, "autoRepair"),
-            "flex-start pools cannot use auto-repair; remove autoRepair (it defaults to false)",
+            "flex-start VMs (flexStart and queuedProvisioning) cannot use auto-repair; remove autoRepair "
+            "(it defaults to false)",
         )
-    if kind != "flexStart" and pool.auto_repair is False:
+    if kind not in DWS_TYPES and pool.auto_repair is False:
         problems.add(
             (*here, "autoRepair"),
             "TPU slices must keep auto-repair on (GKE repairs a multi-host slice by recreating "

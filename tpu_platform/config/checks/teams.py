@@ -5,6 +5,7 @@ from __future__ import annotations
 from ...constants import BUILTIN_NAMESPACES, RESERVED_NAMESPACES
 from ..platform import PlatformConfig
 from ..problems import Loc, Problems
+from ..quota import QuotaConfig
 from ..teams import TeamConfig
 from .common import closest
 from .quota import check_quota_entries
@@ -47,10 +48,16 @@ def check_teams(cfg: PlatformConfig) -> Problems:
                 "the ClusterQueue would have no quota and admit nothing; add quota entries such as "
                 "[{topology: 4x4, slices: 2}] (slices: 0 with a cohort to only borrow)",
             )
+        elif cohort is None and all(_nominal_is_zero(entry) for entry in team.quota):
+            problems.add(
+                (*here, "quota"),
+                "every nominal quota is 0 and the team has no cohort to borrow from, so its ClusterQueue "
+                "can admit nothing; give it slices or set cohortName",
+            )
         check_quota_entries(
             team.quota, here, has_parent=cohort is not None, kind="team", cfg=cfg, problems=problems
         )
-        _check_preemption(team, here, priorities, problems)
+        _check_preemption(team, here, priorities, problems, cfg.kueue.fair_sharing.enabled)
         if team.fair_sharing_weight is not None:
             if not cfg.kueue.fair_sharing.enabled:
                 problems.add(
@@ -145,10 +152,25 @@ def _check_team_namespaces(
         )
 
 
-def _check_preemption(team: TeamConfig, here: Loc, priorities: dict[str, int], problems: Problems) -> None:
+def _nominal_is_zero(entry: QuotaConfig) -> bool:
+    return not (entry.slices or entry.chips)
+
+
+def _check_preemption(
+    team: TeamConfig, here: Loc, priorities: dict[str, int], problems: Problems, fair_sharing: bool
+) -> None:
     pre = team.preemption
     loc: Loc = (*here, "preemption")
     borrow = pre.borrow_within_cohort
+    if fair_sharing and borrow is not None and borrow.policy != "Never":
+        # kueue v0.19.2 site/content/en/docs/concepts/preemption.md, "Fair Sharing": preemption
+        # strategies work with withinClusterQueue and reclaimWithinCohort "but not borrowWithinCohort".
+        problems.add(
+            (*loc, "borrowWithinCohort"),
+            "Kueue ignores borrowWithinCohort while fair sharing is on (its preemption strategies decide "
+            "who is preempted across the cohort); remove borrowWithinCohort, or set "
+            "tpu-platform:kueue.fairSharing.enabled: false",
+        )
     if team.cohort_name is None:
         if pre.reclaim_within_cohort != "Never":
             problems.add(
