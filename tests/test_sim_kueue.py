@@ -20,7 +20,7 @@ def _team(name: str, slices: int, **extra: Any) -> dict[str, Any]:
 
 
 class Harness:
-    def __init__(self, teams: list[dict[str, Any]], slices: int, cohorts: list[str] = ()) -> None:  # type: ignore[assignment]
+    def __init__(self, teams: list[dict[str, Any]], slices: int, cohorts: list[Any] = ()) -> None:  # type: ignore[assignment]
         raw = {
             "project": "p",
             "region": "us-east5",
@@ -28,7 +28,7 @@ class Harness:
             "cluster": {"name": "c"},
             "slicePools": [{"name": "s", "topology": "4x4", "count": slices}],
             "priorities": [{"name": "low", "value": 1_000_000}, {"name": "high", "value": 2_000_000}],
-            "cohorts": [{"name": c} for c in cohorts],
+            "cohorts": [c if isinstance(c, dict) else {"name": c} for c in cohorts],
             "teams": teams,
         }
         self.cfg = parse_platform(raw)
@@ -137,10 +137,46 @@ def test_strict_fifo_head_blocks_its_queue_best_effort_does_not() -> None:
 def test_setup_from_the_prod_stack() -> None:
     cfg = parse_stack_config(load_stack_config(stack_file("prod")))
     setup = setup_from_stack(cfg)
-    assert {cq.cohort for cq in setup.queues.values()} == {"tpu-org"}, "the two-level tree shares one root"
+    assert {cq.cohort for cq in setup.queues.values()} == {"research", "product"}
+    assert {setup.root(cq.cohort) for cq in setup.queues.values()} == {"tpu-org"}, "one tree, one root"
     pretrain = setup.queues["llm-pretrain-cq"]
     assert pretrain.quotas["8x8"].nominal == 2
     assert pretrain.quotas["8x8"].lendable == 1
     assert pretrain.borrow_threshold == 1_000_000
     assert setup.local_queues[("serving-canary", "canary")] == "serving-eval-cq"
     assert setup.queues["serving-eval-cq"].strict_fifo
+
+
+def _tree(lending: int | None) -> Harness:
+    """A root with two cohorts: ``shared`` owns one slice of quota itself (lending at most ``lending``
+    of it up the tree), ``other`` owns none; each has one ClusterQueue with no nominal quota."""
+    shared_quota: dict[str, Any] = {"topology": "4x4", "slices": 1}
+    if lending is not None:
+        shared_quota["lendingLimitSlices"] = lending
+    return Harness(
+        [_team("x", 0, cohortName="shared"), _team("y", 0, cohortName="other")],
+        slices=1,
+        cohorts=[
+            "root",
+            {"name": "shared", "parentName": "root", "quota": [shared_quota]},
+            {"name": "other", "parentName": "root"},
+        ],
+    )
+
+
+def test_a_cohorts_own_quota_is_shared_down_its_subtree_first() -> None:
+    """Kueue 0.19.2 ``pkg/cache/scheduler/resource_node.go``: a cohort's SubtreeQuota is its own nominal
+    plus what its children lend; ``available`` walks up the tree. A queue under ``shared`` gets the
+    cohort's slice; with the tree flattened to its root, both queues would compete for it alike."""
+    h = _tree(lending=0)
+    h.submit("y-job", "y", "low")
+    h.submit("x-job", "x", "low")
+    assert h.state() == {"y-job": "queued", "x-job": "admitted"}, "lendingLimit 0 keeps it in the subtree"
+
+
+def test_without_a_lending_limit_the_cohort_lends_its_quota_up_the_tree() -> None:
+    """Same tree, no lending limit: ``accumulateFromChild`` adds the whole subtree quota to the root, so
+    a queue in the sibling cohort may borrow it."""
+    h = _tree(lending=None)
+    h.submit("y-job", "y", "low")
+    assert h.state() == {"y-job": "admitted"}
