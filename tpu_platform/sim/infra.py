@@ -249,7 +249,7 @@ class Infra:
             self.c.engine.after(self.c.t.auto_repair_after_s, "auto-repair", self._auto_repair, name, inc)
 
     def _taint_evict(self, name: str, inc: int, key: str) -> None:
-        """The toleration is up: taint eviction deletes the pod (it stays Terminating: the kubelet is dead)."""
+        """Its toleration is up: taint eviction deletes the pod (it stays Terminating on a dead kubelet)."""
         node = self._current(name, inc)
         pod = self.c.pods.get(key)
         if node is None or pod is None or pod.node != name or not pod.holding:

@@ -59,6 +59,10 @@ class RunObserver:
     def finished(self, w: Workload, now: float) -> None:
         return None
 
+    def suspended(self, w: Workload, now: float) -> None:
+        """Kueue evicted the JobSet (it queues again)."""
+        return None
+
 
 class JobSetController:
     def __init__(self, cluster: Cluster, observer: RunObserver, release: Callable[[Workload], None]) -> None:
@@ -186,6 +190,7 @@ class JobSetController:
 
     def suspend(self, w: Workload) -> None:
         """Kueue evicted the workload: its Jobs are suspended (their pods deleted) and it queues again."""
+        self.obs.suspended(w, self.c.now)
         self.stop_run(w, CAUSE_KUEUE)
         w.state = "queued"
         w.restarting = False

@@ -47,6 +47,8 @@ class Episode:
     kind: str = HOST_DEATH
     interrupted: float | None = None
     """When its run stopped (None: not, or not yet)."""
+    acted: float | None = None
+    """When something first acted on it: its JobSet restarted, or Kueue evicted it."""
     running_at: float | None = None
     end: float | None = None
     """Training resumed (or ``start`` when the incident never interrupted it)."""
@@ -172,6 +174,15 @@ class Recorder(RunObserver):
     def restarted(self, w: Workload, now: float, cause: str, counted: bool) -> None:
         self.restarts[cause] += 1
         self.counted_restarts += int(counted)
+        self._acted(w, now)
+
+    def suspended(self, w: Workload, now: float) -> None:
+        self._acted(w, now)
+
+    def _acted(self, w: Workload, now: float) -> None:
+        ep = self._open.get(w.key)
+        if ep is not None and ep.acted is None:
+            ep.acted = now
 
     def finished(self, w: Workload, now: float) -> None:
         if w.state == "done":
