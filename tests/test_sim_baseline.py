@@ -61,6 +61,13 @@ def test_recreate_restarts_at_the_taint_eviction_but_its_jobs_wait_for_the_stuck
 
 
 def test_without_a_spare_the_leader_preempts_one_node_of_low_which_returns_after_repair() -> None:
+    """kube-scheduler's DefaultPreemption (kubernetes/kubernetes
+    ``pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go``, ``SelectVictimsOnNode``;
+    ``pkg/scheduler/framework/preemption/preemption.go``, ``pickOneNodeForPreemption``) evicts the
+    lower-priority pod of one node and nominates the preemptor there; JobSet's exclusive placement
+    (kubernetes-sigs/jobset v0.12.0 ``pkg/webhooks/pod_webhook.go``, ``setExclusiveAffinities``, scoped
+    to pods of the same priority) lets the high-priority leader share the pool with the victim's other
+    pods, and ``setNodeSelector`` pins its followers there."""
     r = run(seed_scenario(spare=False), Baseline())
     assert REPAIR_BOUND <= mttr(r) <= REPAIR_BOUND + RESTART + 2 * T.pod_termination_s
     assert r.summary.preemptions == {"scheduler": 1}

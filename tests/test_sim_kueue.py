@@ -180,3 +180,40 @@ def test_without_a_lending_limit_the_cohort_lends_its_quota_up_the_tree() -> Non
     h = _tree(lending=None)
     h.submit("y-job", "y", "low")
     assert h.state() == {"y-job": "admitted"}
+
+
+def test_wait_for_pods_ready_evicts_a_workload_never_ready_and_requeues_it_after_the_backoff() -> None:
+    """Kueue 0.19.2 ``pkg/controller/core/workload_controller.go`` (``admittedNotReadyWorkload``): an
+    admitted workload without PodsReady within ``timeout`` of admission is evicted; it is requeued after
+    ``backoffBaseSeconds * 2^(n-1)`` (``pkg/workload/workload.go``, ``UpdateRequeueState``)."""
+    h = Harness([_team("a", 1)], slices=1)
+    h.submit("stuck", "a", "low")
+    wfpr = h.kueue.setup.wait_for_pods_ready
+    assert wfpr is not None and wfpr.timeout_s == 1800.0, "enabled with 30 min by default in 0.19"
+    h.engine.run(wfpr.timeout_s - 1)
+    assert h.evicted == []
+    h.engine.run(wfpr.timeout_s + 1)
+    assert h.evicted == ["stuck"] and h.state() == {"stuck": "queued"}
+    assert h.kueue.evictions == {"PodsReadyTimeout": 1}
+    h.engine.run(wfpr.timeout_s + wfpr.backoff_base_s - 1)
+    assert h.started == ["stuck"], "not before the backoff"
+    h.engine.run(wfpr.timeout_s + wfpr.backoff_base_s + 1)
+    assert h.started == ["stuck", "stuck"]
+
+
+def test_wait_for_pods_ready_recovery_timeout_counts_from_losing_readiness() -> None:
+    """Once PodsReady held, only ``recoveryTimeout`` applies, counted from when readiness was lost
+    (WaitForRecovery)."""
+    h = Harness([_team("a", 1)], slices=1)
+    w = h.submit("job", "a", "low")
+    h.kueue.ready_changed(w, True)
+    h.engine.run(1900.0)
+    assert h.evicted == [], "the start timeout no longer applies"
+    h.kueue.ready_changed(w, False)
+    wfpr = h.kueue.setup.wait_for_pods_ready
+    assert wfpr is not None and wfpr.recovery_timeout_s is not None
+    h.engine.run(1900.0 + wfpr.recovery_timeout_s - 1)
+    assert h.evicted == []
+    h.kueue.ready_changed(w, True)
+    h.engine.run(1900.0 + wfpr.recovery_timeout_s + 1)
+    assert h.evicted == [], "ready again in time"
