@@ -77,6 +77,10 @@ class KueueTas:
 
     def _reconcile(self) -> None:
         self._next = None
+        if any(w.state == "queued" for w in self.c.workloads.values()):
+            # a node change reconciles the TAS flavors, which requeues inadmissible workloads
+            # (pkg/controller/tas/resource_flavor.go, NotifyNodeUpdate)
+            self.kueue.kick()
         for key, pools in sorted(self.kueue.assigned.items()):
             w = self.c.workloads.get(key)
             if w is None or w.state != "admitted":

@@ -142,9 +142,11 @@ class Scheduler:
         self.c.bind(pod, node)
 
     def _broken(self, pool_name: str) -> bool:
-        """A node of the pool is dead or NotReady (a pool merely still registering is not broken)."""
+        """A node of the pool is dead, NotReady or without its chips (a pool merely still registering is
+        not broken)."""
         return any(
-            not self.c.nodes[n].alive or not self.c.nodes[n].ready for n in self.c.pools[pool_name].nodes
+            not self.c.nodes[n].alive or not self.c.nodes[n].ready or not self.c.nodes[n].chips_ok
+            for n in self.c.pools[pool_name].nodes
         )
 
     def _preempt(self, pod: SimPod, pools: list[str], v: _View) -> bool:
