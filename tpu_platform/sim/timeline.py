@@ -5,8 +5,8 @@ A bar is a JobSet holding a slice, in that JobSet's own colour; its height says 
 height: the top priority, lower for each level below), solid while it trains, pale and hatched while it
 holds the slice without training (starting up, compiling, restoring, hung on a broken slice, draining).
 Vertical markers for the JobSet the incident hit: failure (red), first reaction (restart or Kueue
-eviction, orange), pods Running (blue), training resumed (green). Grey hatching: GKE repairing the slice;
-an orange outline: the controller keeping the slice tainted.
+eviction, grey dash-dot), pods Running (black dashed), training resumed (black). Grey hatching: GKE
+repairing the slice; an orange outline: the controller keeping the slice tainted.
 """
 
 from __future__ import annotations
@@ -28,12 +28,14 @@ from matplotlib.patches import Patch, Rectangle
 from tpu_platform.sim.metrics import Episode, Interval
 from tpu_platform.sim.run import Result
 
-MARKERS: tuple[tuple[str, str, Literal["-", "--"]], ...] = (
+MARKERS: tuple[tuple[str, str, Literal["-", "--", ":", "-."]], ...] = (
     ("failure", "red", "-"),
-    ("reaction", "darkorange", "--"),
-    ("pods Running", "royalblue", "--"),
-    ("training resumed", "green", "-"),
+    ("first reaction (restart or Kueue eviction)", "0.35", "-."),
+    ("pods Running", "black", "--"),
+    ("training resumed", "black", "-"),
 )
+PALETTE = (0, 2, 4, 5, 6, 8, 9)
+"""tab10 without orange, red and grey: those mark the controller's taint, failures and repairs."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,7 +244,7 @@ def draw(
     )
     levels = sorted({_priority(results, key) for key in keys}, reverse=True)
     height = {key: 0.9 - 0.25 * levels.index(_priority(results, key)) for key in keys}
-    palette = [plt.get_cmap("tab10")(i) for i in range(10)] + [plt.get_cmap("Dark2")(i) for i in range(8)]
+    palette = [plt.get_cmap("tab10")(i) for i in PALETTE] + [plt.get_cmap("Dark2")(i) for i in range(8)]
     colour = {key: palette[i % len(palette)] for i, key in enumerate(keys)}
     tallest = max(len(v) for v in lanes.values())
     fig_h = len(results) * (0.42 * tallest + 1.0) + 1.8
