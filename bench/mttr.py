@@ -93,8 +93,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="chosen stress rate: mean days between incidents of one VM, for host deaths, chip errors and "
         "kubelet restarts (public rates are far lower, see tpu_platform.sim.failures; they are printed)",
     )
+    p.add_argument("--slice-mtbf-days", type=float, default=10.0, help="stress rate per slice: maintenance")
     p.add_argument(
-        "--slice-mtbf-days", type=float, default=10.0, help="stress rate per slice: maintenance, Spot"
+        "--spot-mtbf-days", type=float, default=2.0, help="stress rate per Spot slice: preemptions"
     )
     p.add_argument("--mass-every-days", type=float, default=2.0, help="stress rate of mass events (3 slices)")
     p.add_argument("--reboot-fraction", type=float, default=0.2, help="share of host deaths that are reboots")
@@ -155,9 +156,7 @@ def _trace(kind: str, cfg: PlatformConfig, args: argparse.Namespace, seed: int, 
         return mass_trace(pools, seed=seed, start=WARMUP, end=end, mean_s=args.mass_every_days * DAY)
     if kind == SPOT_PREEMPTION:
         spot = [p for s, p in zip(_spot_flags(cfg), pools, strict=True) if s]
-        return pool_trace(
-            spot, seed=seed, start=WARMUP, end=end, mean_s=args.slice_mtbf_days * DAY, kind=kind
-        )
+        return pool_trace(spot, seed=seed, start=WARMUP, end=end, mean_s=args.spot_mtbf_days * DAY, kind=kind)
     if kind == MAINTENANCE:
         return pool_trace(
             pools, seed=seed, start=WARMUP, end=end, mean_s=args.slice_mtbf_days * DAY, kind=kind
