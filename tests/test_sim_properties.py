@@ -12,9 +12,7 @@ from hypothesis import strategies as st
 from tpu_platform.sim.failures import KINDS, KUBELET_RESTART
 from tpu_platform.sim.infra import Failure
 from tpu_platform.sim.kueue import ClusterQueue, Cohort, FlavorQuota, Kueue, QueueSetup, QuotaTree
-from tpu_platform.sim.kueue_tas import KueueTas
-from tpu_platform.sim.policies import Baseline, Hotswap
-from tpu_platform.sim.run import Result, Simulation, stack_scenario
+from tpu_platform.sim.run import Result, Simulation, make_policy, stack_scenario
 from tpu_platform.sim.scenarios import seed_jobsets, seed_stack
 
 SLICES = 3
@@ -60,14 +58,12 @@ def check(r: Result, kueue: Kueue) -> None:
 def test_random_mixed_incidents_keep_the_invariants(trace: tuple[Failure, ...], policy: str) -> None:
     workloads = seed_jobsets(low_checkpoints=(3600.0, 600.0))
     scenario = stack_scenario(seed_stack(SLICES), trace=trace, end=9000.0, workloads=workloads)
-    chosen = {"recipe": Baseline(), "kueue_tas": KueueTas(), "hotswap": Hotswap(verify_idle=True)}[policy]
-    sim = Simulation(scenario, chosen)
+    sim = Simulation(scenario, make_policy(policy, scenario, verify_idle=True))
     r = sim.run()
     check(r, sim.kueue)
-    if policy == "kueue_tas":
-        assert isinstance(chosen, KueueTas)
-        pools = [p for pools in chosen.kueue.assigned.values() for p in pools]
-        assert len(pools) == len(set(pools)), "a slice is assigned to one workload at a time"
+    pools = [p for pools in sim.kueue.assigned.values() for p in pools]
+    assert len(pools) == len(set(pools)), "a slice is assigned to one workload at a time"
+    assert (policy == "kueue_tas") or not pools, "only kueue_tas admits with TAS"
 
 
 @st.composite
@@ -102,9 +98,9 @@ def test_hierarchical_quota_never_admits_more_than_the_tree_holds(
     tree = QuotaTree(setup, "4x4")
     used: dict[str, dict[str, int]] = {q: {} for q in setup.queues}
     order = data.draw(st.lists(st.sampled_from(sorted(setup.queues)), max_size=30))
-    for q in order:
-        if tree.available("cq:" + q, used) >= 1:
-            used[q]["4x4"] = used[q].get("4x4", 0) + 1
+    for queue in order:
+        if tree.available("cq:" + queue, used) >= 1:
+            used[queue]["4x4"] = used[queue].get("4x4", 0) + 1
     total = sum(c.quotas.get("4x4", FlavorQuota(0)).nominal for c in setup.cohorts.values()) + sum(
         cq.quotas["4x4"].nominal for cq in setup.queues.values()
     )
