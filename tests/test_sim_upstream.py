@@ -215,8 +215,9 @@ def test_the_maintenance_notice_labels_the_slice_ahead_of_the_window() -> None:
 
 
 def test_a_spot_preemption_taints_stops_pods_and_takes_the_nodes_after_the_notice() -> None:
-    """GKE's Spot VMs: a 30 s notice, the ``cloud.google.com/impending-node-termination`` taint, pods
-    stopped by the kubelet (DisruptionTarget), then the VMs are gone until capacity returns."""
+    """GKE "Spot VMs" (https://cloud.google.com/kubernetes-engine/docs/concepts/spot-vms): a 30 s
+    notice, the ``cloud.google.com/impending-node-termination`` taint, the kubelet's graceful node
+    shutdown sets the pods Failed (DisruptionTarget) within 15 s, then the VMs are gone."""
     scenario = seed_scenario(spare=True)
     pool = high_pool("recipe", scenario)
     trace = (Failure(FAIL_AT, f"{pool}-n0", kind=SPOT_PREEMPTION),)
@@ -225,6 +226,11 @@ def test_a_spot_preemption_taints_stops_pods_and_takes_the_nodes_after_the_notic
     )
     members = [n for n in during.cluster.nodes.values() if n.pool == pool]
     assert members and all(n.api.has_taint(k.IMPENDING_TERMINATION_TAINT) for n in members)
+    ep = episode(during)
+    assert ep.interrupted == FAIL_AT + T.pod_termination_s, "stopped by the kubelet, not at the notice"
+    assert during.summary.restarts >= 1 and during.metrics.counted_restarts == 0, (
+        "Failed with DisruptionTarget: the repository's pod failure policy makes the restart free"
+    )
     gone = run(
         replace(scenario, trace=trace, end=FAIL_AT + T.spot_notice_s + 1), make_policy("recipe", scenario)
     )

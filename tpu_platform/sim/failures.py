@@ -28,7 +28,8 @@ MAINTENANCE = "maintenance"
 the slice, which is down for the maintenance and comes back."""
 SPOT_PREEMPTION = "spot_preemption"
 """A Spot slice is reclaimed with a 30 s notice (taint ``cloud.google.com/impending-node-termination``);
-its pods are stopped, its nodes go, and it comes back when capacity returns. Spot pools only."""
+the kubelet's graceful node shutdown sets its pods Failed, its nodes go, and it comes back when
+capacity returns. Spot pools only."""
 MASS_EVENT = "mass_event"
 """Several slices lose a host at the same moment (a shared switch, power domain or bad rollout)."""
 

@@ -17,8 +17,10 @@ Upstream behaviour modelled here, with where it comes from:
   modelled (``Timings.repair_replaces_nodes``);
 - GKE's maintenance and Spot signals on nodes: the ``cloud.google.com/scheduled-maintenance-time``
   label with the notice, ``cloud.google.com/active-node-maintenance=ONGOING`` and a cordon when it
-  starts, the ``cloud.google.com/impending-node-termination`` taint on a Spot preemption notice (GKE
-  "Manage GKE node disruption for GPUs and TPUs", "Spot VMs").
+  starts, the ``cloud.google.com/impending-node-termination`` taint on a Spot preemption notice, and
+  the kubelet's graceful node shutdown marking the pods Failed within 15 s of it, the VM gone after
+  30 s (GKE "Manage GKE node disruption for GPUs and TPUs";
+  https://cloud.google.com/kubernetes-engine/docs/concepts/spot-vms).
 
 None of this depends on the policy under test, so every policy sees the same infrastructure timeline
 for the same trace.
@@ -45,6 +47,9 @@ from tpu_platform.sim.failures import (
 from tpu_platform.sim.model import CAUSE_FAILURE, Pool, SimNode, Workload
 
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+SPOT_POD_GRACE_S = 15.0
+"""GKE "Spot VMs": on a preemption notice the kubelet's graceful node shutdown gives non-system pods up
+to 15 s, then the VM is shut down 30 s after the notice."""
 """What the node lifecycle controller adds to a cordoned node (TaintNodesByCondition)."""
 
 
@@ -359,12 +364,22 @@ class Infra:
             self._report(node, kind)
             taint = Taint(k.IMPENDING_TERMINATION_TAINT, "NoSchedule", time_added=self.c.now)
             self.c.update_node(node, replace(node.api, taints=(*node.api.taints, taint)))
+        exit_after = min(t.pod_termination_s, SPOT_POD_GRACE_S)
         for name in sorted(pool.nodes):
             for key in sorted(self.c.nodes[name].holders):
-                self.c.delete_pod(self.c.pods[key], CAUSE_FAILURE, disruption="TerminationByKubelet")
+                pod = self.c.pods[key]
+                self.c.engine.after(exit_after, "node-shutdown", self._shutdown_pod, key, pod.uid)
         self.c.engine.after(
             t.spot_notice_s, "spot-reclaimed", self._down, pool.name, pool.generation, t.spot_return_s
         )
+
+    def _shutdown_pod(self, key: str, uid: str) -> None:
+        """Graceful node shutdown: the kubelet stops the pod and sets it Failed (reason Terminated) with a
+        DisruptionTarget condition; the pod object stays."""
+        pod = self.c.pods.get(key)
+        if pod is None or pod.uid != uid or pod.terminal:
+            return
+        self.c.fail_pod(pod, CAUSE_FAILURE, disruption="TerminationByKubelet")
 
     def _down(self, pool_name: str, generation: int, seconds: float) -> None:
         pool = self.c.pools[pool_name]

@@ -95,8 +95,9 @@ class Timings:
     maintenance_s: float = 3600.0
     """chosen: how long a slice is down for its maintenance before its nodes are back."""
     spot_notice_s: float = 30.0
-    """failure-model/GCE: Spot VMs get a 30 s preemption notice; the node is tainted
-    ``cloud.google.com/impending-node-termination`` and its pods are stopped within it."""
+    """GKE "Spot VMs" (https://cloud.google.com/kubernetes-engine/docs/concepts/spot-vms): the VM shuts
+    down 30 s after the preemption notice; the node is tainted
+    ``cloud.google.com/impending-node-termination`` and the kubelet stops its pods within 15 s."""
     spot_return_s: float = 1800.0
     """chosen: a preempted Spot slice gets capacity back and its nodes register after this long."""
     incident_settle_s: float = 1800.0
