@@ -1,15 +1,23 @@
-"""MTTR of high-priority JobSets, lower-priority work lost and chip utilization over a long random
-failure trace: the scheduler-only recipe versus the hotswap controller, on the same seeded trace.
+"""Recovery of high-priority JobSets, lower-priority work lost and chip utilization, per failure kind:
+the guide's recipe, the strongest Kueue 0.19.2 + JobSet 0.12.0 setup without our controller
+(``kueue_tas``) and the hotswap controller, each on the same seeded trace.
 
 The fleet, queues and priorities come from a stack (default: prod); its JobSets are a closed-loop
 backlog (every finished JobSet is replaced by the next of its slot, see
 ``tpu_platform.sim.workload.Backlog``), half of them BlockingRecreate with the repository's
-podFailurePolicy and half JobSet's defaults (Recreate, no failure rules). Nodes fail as a Poisson
-process; some failures are reboots, the rest wait for GKE's repair. Prints a table, then one JSON
-line.
+podFailurePolicy and half JobSet's defaults (Recreate, no failure rules). One run per failure kind
+(``tpu_platform.sim.failures``): silent host deaths over ``--days`` (the headline), every other kind
+over ``--kind-days``; Spot preemptions on the ``--spot-stack`` (prod has no Spot capacity). A last run
+repeats host deaths with GKE keeping the Node objects through a repair (sources disagree on it).
+Prints tables, then one JSON line::
 
-    python bench/mttr.py            # 60 days on prod (a few minutes)
-    python bench/mttr.py --quick    # 4 days (under a minute)
+    {"policies": {"recipe": P, "kueue_tas": P, "hotswap": P}, "floor_s": F, "by_kind": {KIND: {POLICY: P}}}
+
+with ``P = {mttr_p50_s, mttr_p95_s, resumed_p50_s, low_priority_lost_chip_hours, utilization}``;
+``policies`` and ``floor_s`` are for silent host death on the stack.
+
+    python bench/mttr.py            # 60 days of host deaths + 20 days per other kind (several minutes)
+    python bench/mttr.py --quick    # 4 days + 2 per kind (under a minute)
     python bench/mttr.py --quick --setting lease_stale_seconds=20   # controller settings for the run
 """
 
@@ -18,27 +26,45 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import time
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from tpu_platform.config import PlatformConfig
 from tpu_platform.hotswap.core import SettingsError, settings_from_mapping
 from tpu_platform.plan.stacks import STACKS_DIR, load_stack_config, parse_stack_config, stack_file
-from tpu_platform.sim.infra import random_trace
+from tpu_platform.sim.failures import (
+    CHIP_ERROR,
+    HOST_DEATH,
+    KINDS,
+    KUBELET_RESTART,
+    MAINTENANCE,
+    MASS_EVENT,
+    SPOT_PREEMPTION,
+    rate,
+)
+from tpu_platform.sim.infra import Failure, mass_trace, pool_trace, random_trace
 from tpu_platform.sim.metrics import percentile
-from tpu_platform.sim.params import Timings, floor_seconds
-from tpu_platform.sim.run import Result, compare, stack_scenario
+from tpu_platform.sim.params import floor_seconds, resumed_floor_seconds
+from tpu_platform.sim.run import POLICIES, Result, Scenario, make_policy, run, stack_scenario, stack_timings
 from tpu_platform.sim.workload import Backlog, pools_from_stack, priority_levels
 
 DAY = 86400.0
+WARMUP = 600.0
 
 
-def _parse_timing(text: str) -> tuple[str, float | None]:
+def _parse_timing(text: str) -> tuple[str, float | bool | None]:
     key, sep, value = text.partition("=")
     if not sep:
         raise argparse.ArgumentTypeError(f"expected NAME=SECONDS, got {text!r}")
-    return key, None if value.lower() == "none" else float(value)
+    low = value.lower()
+    if low == "none":
+        return key, None
+    if low in ("true", "false"):
+        return key, low == "true"
+    return key, float(value)
 
 
 def _parse_setting(text: str) -> tuple[str, Any]:
@@ -53,14 +79,29 @@ def _parse_setting(text: str) -> tuple[str, Any]:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true", help="4 days instead of 60")
-    p.add_argument("--days", type=float, help="length of the trace in days")
+    p.add_argument("--quick", action="store_true", help="4 days of host deaths and 2 per other kind")
+    p.add_argument("--days", type=float, help="length of the host-death trace in days (default 60)")
+    p.add_argument("--kind-days", type=float, help="length of every other kind's trace (default 20)")
     p.add_argument("--stack", default="prod")
+    p.add_argument("--spot-stack", default="dev", help="stack with Spot slices for the Spot preemption run")
     p.add_argument("--stacks-dir", type=Path, default=STACKS_DIR)
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--node-mtbf-days", type=float, default=30.0, help="mean days between failures of one VM")
-    p.add_argument("--reboot-fraction", type=float, default=0.2, help="share of failures that are reboots")
+    p.add_argument(
+        "--node-mtbf-days",
+        type=float,
+        default=30.0,
+        help="chosen stress rate: mean days between incidents of one VM, for host deaths, chip errors and "
+        "kubelet restarts (public rates are far lower, see tpu_platform.sim.failures; they are printed)",
+    )
+    p.add_argument("--slice-mtbf-days", type=float, default=10.0, help="stress rate per slice: maintenance")
+    p.add_argument(
+        "--spot-mtbf-days", type=float, default=2.0, help="stress rate per Spot slice: preemptions"
+    )
+    p.add_argument("--mass-every-days", type=float, default=2.0, help="stress rate of mass events (3 slices)")
+    p.add_argument("--reboot-fraction", type=float, default=0.2, help="share of host deaths that are reboots")
     p.add_argument("--recreate-fraction", type=float, default=0.5, help="share of JobSets using Recreate")
+    p.add_argument("--kinds", default=",".join(KINDS), help="comma-separated failure kinds to run")
+    p.add_argument("--no-sensitivity", action="store_true", help="skip the repair-keeps-nodes run")
     p.add_argument(
         "--no-scheduler-preemption",
         action="store_true",
@@ -89,53 +130,61 @@ def _r(x: float, nd: int = 1) -> float | None:
     return None if math.isnan(x) else round(x, nd)
 
 
-def _span(values: Sequence[float]) -> str:
-    return f"{min(values):.0f} / {max(values):.0f}" if values else "-"
+@dataclass
+class KindRun:
+    kind: str
+    stack: str
+    days: float
+    incidents: int
+    scenario: Scenario
+    results: dict[str, Result]
 
 
-def _longer(values: Sequence[float], limit: float) -> int:
-    """Recoveries Kueue's waitForPodsReady (recoveryTimeout 15 min on prod) would have cut short."""
-    return sum(1 for v in values if v > limit)
-
-
-def _by_strategy(r: Result) -> dict[str, tuple[int, float]]:
-    groups: dict[str, list[float]] = {}
-    for e in r.metrics.episodes:
-        if e.seconds is not None:
-            label = e.restart_strategy + (" + podFailurePolicy" if e.pod_failure_policy else "")
-            groups.setdefault(label, []).append(e.seconds)
-    return {k: (len(v), percentile(v, 50)) for k, v in sorted(groups.items())}
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    days = args.days if args.days is not None else (4.0 if args.quick else 60.0)
-    cfg = parse_stack_config(load_stack_config(stack_file(args.stack, args.stacks_dir)))
-    timings = Timings().with_overrides(dict(args.timing))
-    top = priority_levels(cfg)[-1][1]
-    backlog = Backlog(seed=args.seed, top_priority=top, recreate_fraction=args.recreate_fraction)
-    end = days * DAY
-    warmup = 600.0
-    trace = tuple(
-        random_trace(
-            pools_from_stack(cfg),
-            seed=args.seed,
-            start=warmup,
+def _trace(kind: str, cfg: PlatformConfig, args: argparse.Namespace, seed: int, end: float) -> list[Failure]:
+    pools = pools_from_stack(cfg)
+    if kind in (HOST_DEATH, CHIP_ERROR, KUBELET_RESTART):
+        return random_trace(
+            pools,
+            seed=seed,
+            start=WARMUP,
             end=end,
             node_mtbf_s=args.node_mtbf_days * DAY,
-            transient_fraction=args.reboot_fraction,
+            transient_fraction=args.reboot_fraction if kind == HOST_DEATH else 0.0,
+            kind=kind,
         )
-    )
+    if kind == MASS_EVENT:
+        return mass_trace(pools, seed=seed, start=WARMUP, end=end, mean_s=args.mass_every_days * DAY)
+    if kind == SPOT_PREEMPTION:
+        spot = [p for s, p in zip(_spot_flags(cfg), pools, strict=True) if s]
+        return pool_trace(spot, seed=seed, start=WARMUP, end=end, mean_s=args.spot_mtbf_days * DAY, kind=kind)
+    if kind == MAINTENANCE:
+        return pool_trace(
+            pools, seed=seed, start=WARMUP, end=end, mean_s=args.slice_mtbf_days * DAY, kind=kind
+        )
+    raise ValueError(kind)
+
+
+def _spot_flags(cfg: PlatformConfig) -> list[bool]:
+    from tpu_platform.slices import expand_slices
+
+    return [s.capacity == "spot" for s in expand_slices(cfg)]
+
+
+def _scenario(
+    cfg: PlatformConfig, args: argparse.Namespace, trace: list[Failure], end: float, timings: dict[str, Any]
+) -> Scenario:
+    top = priority_levels(cfg)[-1][1]
+    backlog = Backlog(seed=args.seed, top_priority=top, recreate_fraction=args.recreate_fraction)
     workloads = backlog.initial(cfg)
     if args.no_scheduler_preemption:
         workloads = [replace(w, can_preempt=False) for w in workloads]
     scenario = stack_scenario(
         cfg,
-        trace=trace,
+        trace=tuple(trace),
         end=end,
         seed=args.seed,
         workloads=workloads,
-        timings=timings,
+        timings=stack_timings(cfg).with_overrides(timings),
         successor=backlog.successor,
     )
     if args.setting:
@@ -144,87 +193,130 @@ def main(argv: Sequence[str] | None = None) -> int:
         except SettingsError as err:
             raise SystemExit(f"--setting: {err}") from err
         scenario = replace(scenario, settings=settings)
-    base, hot = compare(scenario)
-    s = scenario.settings
-    floor = floor_seconds(timings, s.unhealthy_after_seconds, s.lease_stale_seconds)
+    return scenario
 
-    chips = sum(p.chips for p in scenario.pools)
+
+def _run_kind(
+    kind: str, stack: str, days: float, args: argparse.Namespace, timings: dict[str, Any]
+) -> KindRun:
+    cfg = parse_stack_config(load_stack_config(stack_file(stack, args.stacks_dir)))
+    end = days * DAY
+    trace = _trace(kind, cfg, args, args.seed, end)
+    scenario = _scenario(cfg, args, trace, end, timings)
+    results = {name: run(scenario, make_policy(name, scenario)) for name in POLICIES}
+    return KindRun(kind, stack, days, len(trace), scenario, results)
+
+
+def _p(r: Result, kind: str) -> dict[str, float | None]:
+    eps = [e for e in r.metrics.episodes if e.kind == kind]
+    running = [e.seconds for e in eps if e.seconds is not None]
+    resumed = [e.resumed_seconds for e in eps if e.resumed_seconds is not None]
+    return {
+        "mttr_p50_s": _r(percentile(running, 50)),
+        "mttr_p95_s": _r(percentile(running, 95)),
+        "resumed_p50_s": _r(percentile(resumed, 50)),
+        "low_priority_lost_chip_hours": _r(r.summary.low_priority_lost_chip_hours),
+        "utilization": round(r.summary.utilization, 4),
+    }
+
+
+def _row(label: str, values: Sequence[object], width: int = 16) -> None:
+    print(f"{label:38}" + "".join(f"{v!s:>{width}}" for v in values))
+
+
+def _details(k: KindRun) -> None:
+    res = k.results
+    t = k.scenario.timings
+    unit = "VM-days" if k.kind in (HOST_DEATH, CHIP_ERROR, MAINTENANCE) else "days"
+    public = rate(k.kind)
     print(
-        f"stack {args.stack}: {len(scenario.pools)} slices, {chips} chips; {days:g} days; {len(trace)} node "
-        f"failures (MTBF {args.node_mtbf_days:g} d/VM, {args.reboot_fraction:.0%} reboots); seed {args.seed}"
+        f"\n== {k.kind} on {k.stack}: {len(k.scenario.pools)} slices, {k.days:g} days, "
+        f"{k.incidents} incidents "
+        f"(public rate: 1 per {public.mean_days:,.0f} {unit}, {public.source}); floor "
+        f"{floor_seconds(t, k.kind):.0f} s running, {resumed_floor_seconds(t, k.kind):.0f} s resumed"
+    )
+    _row("", POLICIES)
+    eps = {n: [e for e in r.metrics.episodes if e.kind == k.kind] for n, r in res.items()}
+    _row("high-priority JobSets touched", [len(eps[n]) for n in POLICIES])
+    _row("  interrupted", [sum(1 for e in eps[n] if e.interrupted is not None) for n in POLICIES])
+    _row("  not recovered by the end", [sum(1 for e in eps[n] if e.end is None) for n in POLICIES])
+    _row("  longer than 15 min", [sum(1 for e in eps[n] if (e.seconds or 0) > 900) for n in POLICIES])
+    for key, label in (
+        ("mttr_p50_s", "pods Running p50 (s)"),
+        ("mttr_p95_s", "pods Running p95 (s)"),
+        ("resumed_p50_s", "training resumed p50 (s)"),
+    ):
+        _row(label, [_p(res[n], k.kind)[key] for n in POLICIES])
+    by: dict[str, dict[str, list[float]]] = {}
+    for n in POLICIES:
+        for e in eps[n]:
+            if e.seconds is not None:
+                label = e.restart_strategy + (" + pfp" if e.pod_failure_policy else "")
+                by.setdefault(label, {}).setdefault(n, []).append(e.seconds)
+    for label, groups in sorted(by.items()):
+        _row(
+            f"  p50 {label}",
+            [f"{_r(percentile(groups.get(n, []), 50))} (n={len(groups.get(n, []))})" for n in POLICIES],
+        )
+    _row("lower-priority lost (chip-h)", [_r(res[n].summary.low_priority_lost_chip_hours) for n in POLICIES])
+    _row("high-priority lost (chip-h)", [_r(res[n].summary.high_priority_lost_chip_hours) for n in POLICIES])
+    _row("utilization (productive)", [f"{res[n].summary.utilization:.4f}" for n in POLICIES])
+    _row("leaders placed on broken slices", [res[n].summary.hazards for n in POLICIES])
+    _row("JobSet restarts", [res[n].summary.restarts for n in POLICIES])
+    _row("  counted against maxRestarts", [res[n].metrics.counted_restarts for n in POLICIES])
+    _row("  JobSets failed (maxRestarts)", [res[n].metrics.failed_workloads for n in POLICIES])
+    kinds = sorted({key for n in POLICIES for key in res[n].summary.preemptions})
+    for kind in kinds:
+        _row(f"preemptions by {kind}", [res[n].summary.preemptions.get(kind, 0) for n in POLICIES])
+    _row("simulated in (s)", [f"{res[n].wall_s:.1f}" for n in POLICIES])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    started = time.perf_counter()
+    days = args.days if args.days is not None else (4.0 if args.quick else 60.0)
+    kind_days = args.kind_days if args.kind_days is not None else (2.0 if args.quick else 20.0)
+    kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
+    unknown = sorted(set(kinds) - set(KINDS))
+    if unknown:
+        raise SystemExit(f"--kinds: unknown {', '.join(unknown)}; known: {', '.join(KINDS)}")
+    if HOST_DEATH not in kinds:
+        kinds.insert(0, HOST_DEATH)
+    timings = dict(args.timing)
+    runs: dict[str, KindRun] = {}
+    for kind in kinds:
+        stack = args.spot_stack if kind == SPOT_PREEMPTION else args.stack
+        runs[kind] = _run_kind(kind, stack, days if kind == HOST_DEATH else kind_days, args, timings)
+        _details(runs[kind])
+    main_run = runs[HOST_DEATH]
+    t = main_run.scenario.timings
+    print(
+        f"\nstack {args.stack}: Kubernetes node-monitor-grace-period {t.node_monitor_grace_s:.0f} s; seed "
+        f"{args.seed}; compile {t.compile_s:.0f} s + restore {t.restore_s:.0f} s before training resumes"
     )
     if args.setting:
         print("controller settings: " + ", ".join(f"{key}={value}" for key, value in args.setting))
-    signal = "NotReady" if s.lease_stale_seconds <= 0 else "min(NotReady, stale Lease)"
-    print(f"physical floor: {floor:.0f} s ({signal} + T_bad + one unobstructed JobSet restart)")
-    print(f"{'':34} {'baseline':>14} {'hotswap':>14}")
-
-    def row(label: str, b: object, h: object) -> None:
-        print(f"{label:34} {b!s:>14} {h!s:>14}")
-
-    sb, sh = base.summary, hot.summary
-    row("high-priority recoveries", len(sb.mttr_s), len(sh.mttr_s))
-    row("  not recovered by the end", sb.unrecovered, sh.unrecovered)
-    row("  longer than 15 min", _longer(sb.mttr_s, 900.0), _longer(sh.mttr_s, 900.0))
-    row("MTTR p50 (s)", _r(sb.mttr_p50_s), _r(sh.mttr_p50_s))
-    row("MTTR p95 (s)", _r(sb.mttr_p95_s), _r(sh.mttr_p95_s))
-    row("MTTR min / max (s)", _span(sb.mttr_s), _span(sh.mttr_s))
-    row("MTTR p50 / floor", _r(sb.mttr_p50_s / floor, 2), _r(sh.mttr_p50_s / floor, 2))
-    for label in sorted(set(_by_strategy(base)) | set(_by_strategy(hot))):
-        nb, pb = _by_strategy(base).get(label, (0, math.nan))
-        nh, ph = _by_strategy(hot).get(label, (0, math.nan))
-        row(f"  p50 {label}"[:34], f"{_r(pb)} (n={nb})", f"{_r(ph)} (n={nh})")
-    row(
-        "lower-priority lost (chip-h)",
-        _r(sb.low_priority_lost_chip_hours),
-        _r(sh.low_priority_lost_chip_hours),
-    )
-    for cause in sorted(set(sb.lost_chip_hours) | set(sh.lost_chip_hours)):
-        row(f"  {cause}", _r(sb.lost_chip_hours.get(cause, 0.0)), _r(sh.lost_chip_hours.get(cause, 0.0)))
-    row(
-        "high-priority lost (chip-h)",
-        _r(sb.high_priority_lost_chip_hours),
-        _r(sh.high_priority_lost_chip_hours),
-    )
-    row("utilization (productive)", f"{sb.utilization:.4f}", f"{sh.utilization:.4f}")
-    row("leaders placed on broken slices", sb.hazards, sh.hazards)
-    row("JobSets stuck half-placed at end", len(sb.stuck), len(sh.stuck))
-    row("JobSet restarts", sb.restarts, sh.restarts)
-    row("  counted against maxRestarts", base.metrics.counted_restarts, hot.metrics.counted_restarts)
-    row("  JobSets failed (maxRestarts)", base.metrics.failed_workloads, hot.metrics.failed_workloads)
-    for kind in sorted(set(sb.preemptions) | set(sh.preemptions)):
-        row(f"preemptions by {kind}", sb.preemptions.get(kind, 0), sh.preemptions.get(kind, 0))
-    row("JobSets completed", base.metrics.completed, hot.metrics.completed)
-    if hot.controller is not None:
-        c = hot.controller
-        mean_ms = 1000 * c.decide_seconds / max(c.reconciles, 1)
-        print(
-            f"controller: {c.reconciles} reconciles ({c.skipped_idle} skipped while idle), decide mean "
-            f"{mean_ms:.2f} ms, max {1000 * c.max_decide_seconds:.2f} ms; "
-            f"actions {dict(sorted(c.actions.items()))}"
+    if not args.no_sensitivity:
+        sens = _run_kind(HOST_DEATH, args.stack, kind_days, args, {**timings, "repair_replaces_nodes": False})
+        sens.kind = HOST_DEATH
+        print("\n== sensitivity: GKE keeps the Node objects through a repair (the same names go Ready again)")
+        _details(sens)
+        base = _run_kind(HOST_DEATH, args.stack, kind_days, args, timings) if kind_days != days else main_run
+        _row(
+            "  pods Running p50, nodes replaced",
+            [_p(base.results[n], HOST_DEATH)["mttr_p50_s"] for n in POLICIES],
         )
-    print(
-        f"simulated in {base.wall_s:.1f} s (baseline, {base.events} events) + "
-        f"{hot.wall_s:.1f} s (hotswap, {hot.events} events)"
-    )
-    if sh.mttr_p50_s:
-        print(
-            f"controller p50 is {sh.mttr_p50_s / floor:.2f}x the floor (target <= 1.2x); baseline p50 is "
-            f"{sb.mttr_p50_s / sh.mttr_p50_s:.1f}x the controller's (target >= 10x)"
+        _row(
+            "  pods Running p50, nodes kept",
+            [_p(sens.results[n], HOST_DEATH)["mttr_p50_s"] for n in POLICIES],
         )
+    print(f"\nbenchmark wall time {time.perf_counter() - started:.0f} s")
     print(
         json.dumps(
             {
-                "baseline_mttr_p50_s": _r(sb.mttr_p50_s),
-                "baseline_mttr_p95_s": _r(sb.mttr_p95_s),
-                "hotswap_mttr_p50_s": _r(sh.mttr_p50_s),
-                "hotswap_mttr_p95_s": _r(sh.mttr_p95_s),
-                "floor_s": round(floor, 1),
-                "low_priority_lost_chip_hours": {
-                    "baseline": _r(sb.low_priority_lost_chip_hours),
-                    "hotswap": _r(sh.low_priority_lost_chip_hours),
-                },
-                "utilization": {"baseline": round(sb.utilization, 4), "hotswap": round(sh.utilization, 4)},
+                "policies": {n: _p(main_run.results[n], HOST_DEATH) for n in POLICIES},
+                "floor_s": round(floor_seconds(t, HOST_DEATH), 1),
+                "by_kind": {k: {n: _p(r.results[n], k) for n in POLICIES} for k, r in runs.items()},
             }
         )
     )

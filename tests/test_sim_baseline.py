@@ -9,8 +9,8 @@ from __future__ import annotations
 from tpu_platform.sim.model import CAUSE_SCHEDULER
 from tpu_platform.sim.params import Timings
 from tpu_platform.sim.policies import Baseline
-from tpu_platform.sim.run import Result, run
-from tpu_platform.sim.scenarios import seed_scenario
+from tpu_platform.sim.run import Result, run, stack_scenario
+from tpu_platform.sim.scenarios import seed_scenario, seed_stack
 
 T = Timings()
 FAIL_AT = 1800.0
@@ -46,16 +46,28 @@ def test_blocking_recreate_with_a_spare_waits_for_the_repair_then_uses_the_spare
     assert [x.workload for x in r.metrics.losses] == ["default/high"], "low is untouched"
 
 
-def test_recreate_without_pod_failure_policy_restarts_at_the_taint_eviction_on_the_spare() -> None:
+def test_recreate_restarts_at_the_taint_eviction_but_its_jobs_wait_for_the_stuck_pod() -> None:
+    """The 300 s taint eviction makes the pod on the dead node Terminating, which fails its Job (no pod
+    failure policy: podReplacementPolicy TerminatingOrFailed), and JobSet restarts; but it deletes the
+    Jobs with Foreground propagation and recreates a Job only once its predecessor is gone
+    (kubernetes-sigs/jobset v0.12.0 ``pkg/controllers/jobset_controller.go``, ``deleteJobs`` /
+    ``shouldCreateJob``; jobset #576), so the restart waits for PodGC after the repair deleted the node,
+    as BlockingRecreate does."""
     r = run(seed_scenario(spare=True, restart_strategy="Recreate", pod_failure_policy=False), Baseline())
-    evicted = T.node_monitor_grace_s + T.toleration_s
-    assert evicted <= mttr(r) <= evicted + RESTART + T.pod_termination_s
-    assert mttr(r) < REPAIR_BOUND
+    assert REPAIR_BOUND <= mttr(r) <= REPAIR_BOUND + RESTART + T.pod_termination_s
     assert failed_pool(r) not in pools_after(r, "high", FAIL_AT)
     assert r.summary.hazards == 0
+    assert r.summary.restarts == 1, "one restart: the Jobs wait, they are not recreated twice"
 
 
 def test_without_a_spare_the_leader_preempts_one_node_of_low_which_returns_after_repair() -> None:
+    """kube-scheduler's DefaultPreemption (kubernetes/kubernetes
+    ``pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go``, ``SelectVictimsOnNode``;
+    ``pkg/scheduler/framework/preemption/preemption.go``, ``pickOneNodeForPreemption``) evicts the
+    lower-priority pod of one node and nominates the preemptor there; JobSet's exclusive placement
+    (kubernetes-sigs/jobset v0.12.0 ``pkg/webhooks/pod_webhook.go``, ``setExclusiveAffinities``, scoped
+    to pods of the same priority) lets the high-priority leader share the pool with the victim's other
+    pods, and ``setNodeSelector`` pins its followers there."""
     r = run(seed_scenario(spare=False), Baseline())
     assert REPAIR_BOUND <= mttr(r) <= REPAIR_BOUND + RESTART + 2 * T.pod_termination_s
     assert r.summary.preemptions == {"scheduler": 1}
@@ -71,17 +83,28 @@ def test_without_a_spare_the_leader_preempts_one_node_of_low_which_returns_after
     assert last_run.end == r.scenario.end and last_run.start > repaired, "and runs there"
 
 
-def test_a_restarted_leader_lands_on_the_broken_slice_and_hangs_until_repair() -> None:
-    r = run(seed_scenario(spare=False, restart_strategy="Recreate", pod_failure_policy=False), Baseline())
+def test_under_recreate_each_job_waits_only_for_its_own_predecessor() -> None:
+    """Under Recreate a Job of the same name is created once *its* predecessor is gone
+    (kubernetes-sigs/jobset v0.12.0 ``pkg/controllers/jobset_controller.go``, ``shouldCreateJob``), so in
+    a two-slice JobSet the Job on the healthy slice is recreated right after the 300 s taint eviction,
+    and the Job of the broken slice only after PodGC removed its stuck pod. The recreated leader does not
+    land on the broken slice: the stuck pod of the other Job still repels it (exclusive placement's
+    anti-affinity counts Terminating pods until they are gone)."""
+    from dataclasses import replace
+
+    base = seed_scenario(spare=False, restart_strategy="Recreate", pod_failure_policy=False)
+    high = replace(base.workloads[0], slices=2)
+    scenario = stack_scenario(
+        seed_stack(3), trace=base.trace, end=base.end, workloads=[high, *base.workloads[1:]]
+    )
+    r = run(scenario, Baseline())
+    w = r.cluster.workloads["default/high"]
+    assert w.restarts == 1
+    created = {p.slice_index: p.created for p in w.current_pods() if p.leader}
     broken = failed_pool(r)
-    assert any(pool == broken for _, _, pool in r.metrics.hazards)
-    assert any(key == "default/high" and pool == broken for _, key, pool in r.metrics.hazards)
-    assert mttr(r) >= REPAIR_BOUND, "restarted at the 300 s eviction, yet it waited for the repair"
-
-
-def test_a_reboot_restarts_the_jobset_in_place_once_the_kubelet_is_back() -> None:
-    r = run(seed_scenario(spare=False, reboot_after=120.0), Baseline())
-    assert 120.0 <= mttr(r) <= 120.0 + T.pod_termination_s + RESTART, "old pods exit first (BlockingRecreate)"
-    assert r.summary.preemptions == {}
-    assert pools_after(r, "high", FAIL_AT) == {failed_pool(r)}
-    assert r.metrics.repairs == [], "back before auto-repair"
+    evicted = FAIL_AT + T.node_monitor_grace_s + T.toleration_s
+    healthy, stuck = sorted(created, key=lambda i: created[i])
+    assert created[healthy] <= evicted + T.pod_termination_s + T.jobset_recreate_s + T.schedule_s
+    assert created[stuck] >= FAIL_AT + REPAIR_BOUND
+    assert r.summary.hazards == 0
+    assert broken not in {p.pool for p in w.current_pods() if p.created < FAIL_AT + REPAIR_BOUND}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -20,6 +21,7 @@ def load(name: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
@@ -35,26 +37,40 @@ def is_number(x: object) -> bool:
     return isinstance(x, int | float) and not isinstance(x, bool)
 
 
+P_KEYS = {"mttr_p50_s", "mttr_p95_s", "resumed_p50_s", "low_priority_lost_chip_hours", "utilization"}
+POLICIES = {"recipe", "kueue_tas", "hotswap"}
+
+
+def check_p(p: dict[str, Any]) -> None:
+    assert set(p) == P_KEYS
+    for key in ("mttr_p50_s", "mttr_p95_s", "resumed_p50_s"):
+        assert p[key] is None or is_number(p[key]), key
+    assert is_number(p["low_priority_lost_chip_hours"])
+    assert is_number(p["utilization"]) and 0.0 <= p["utilization"] <= 1.0
+
+
 def test_mttr_bench_json_shape(capsys: pytest.CaptureFixture[str]) -> None:
-    args = ["--stack", "seed", "--days", "2", "--node-mtbf-days", "1", "--seed", "4"]
-    assert load("mttr").main(args) == 0
+    args = ["--stack", "seed", "--spot-stack", "dev", "--days", "1", "--kind-days", "0.5"]
+    assert load("mttr").main([*args, "--node-mtbf-days", "1", "--seed", "4", "--no-sensitivity"]) == 0
     doc = last_json(capsys)
-    assert set(doc) == {
-        "baseline_mttr_p50_s",
-        "baseline_mttr_p95_s",
-        "hotswap_mttr_p50_s",
-        "hotswap_mttr_p95_s",
-        "floor_s",
-        "low_priority_lost_chip_hours",
-        "utilization",
-    }
-    for key in ("baseline_mttr_p50_s", "baseline_mttr_p95_s", "hotswap_mttr_p50_s", "hotswap_mttr_p95_s"):
-        assert is_number(doc[key]), key
+    assert set(doc) == {"policies", "floor_s", "by_kind"}
+    assert set(doc["policies"]) == POLICIES
+    for p in doc["policies"].values():
+        check_p(p)
     assert is_number(doc["floor_s"]) and doc["floor_s"] > 0
-    for key in ("low_priority_lost_chip_hours", "utilization"):
-        assert set(doc[key]) == {"baseline", "hotswap"}
-        assert all(is_number(v) for v in doc[key].values())
-    assert all(0.0 <= v <= 1.0 for v in doc["utilization"].values())
+    assert set(doc["by_kind"]) == {
+        "host_death",
+        "chip_error",
+        "kubelet_restart",
+        "maintenance",
+        "spot_preemption",
+        "mass_event",
+    }
+    for by_policy in doc["by_kind"].values():
+        assert set(by_policy) == POLICIES
+        for p in by_policy.values():
+            check_p(p)
+    assert doc["by_kind"]["host_death"] == doc["policies"], "the headline is the host-death run"
 
 
 def test_reconcile_bench_json_shape(capsys: pytest.CaptureFixture[str]) -> None:
@@ -87,12 +103,14 @@ def test_the_generated_large_stack_fits_its_capacity() -> None:
 
 def test_mttr_bench_takes_controller_settings(capsys: pytest.CaptureFixture[str]) -> None:
     args = ["--stack", "seed", "--days", "1", "--node-mtbf-days", "1", "--seed", "4"]
+    args += ["--kinds", "host_death", "--no-sensitivity"]
     assert load("mttr").main(args) == 0
     default = last_json(capsys)
     assert load("mttr").main([*args, "--setting", "lease_stale_seconds=20"]) == 0
     out = capsys.readouterr().out
     doc = json.loads(out.strip().splitlines()[-1])
     assert "controller settings: lease_stale_seconds=20" in out
-    assert doc["floor_s"] < default["floor_s"]
+    assert doc["floor_s"] == default["floor_s"], "the floor is what the signals allow, not a setting"
+    assert doc["policies"]["recipe"] == default["policies"]["recipe"], "settings move only the controller"
     with pytest.raises(SystemExit, match="lease_stale_seconds"):
         load("mttr").main([*args, "--setting", "lease_stale_seconds=15"])

@@ -10,6 +10,7 @@ from typing import Any
 
 from tpu_platform.hotswap.core import Settings
 from tpu_platform.sim.infra import Failure, random_trace
+from tpu_platform.sim.kueue_tas import KueueTas
 from tpu_platform.sim.model import CAUSE_CONTROLLER, CAUSE_SCHEDULER
 from tpu_platform.sim.params import Timings, floor_seconds
 from tpu_platform.sim.policies import Baseline, Hotswap
@@ -20,7 +21,8 @@ from tpu_platform.sim.workload import pools_from_stack
 T = Timings()
 S = Settings()
 FAIL_AT = 1800.0
-FLOOR = floor_seconds(T, S.unhealthy_after_seconds)
+FLOOR = floor_seconds(T)
+"""The honest floor: NotReady, then an unobstructed restart including a victim's drain."""
 LAG = 2 * T.reconcile_interval_s
 """A decision can lag its threshold by one reconcile interval, and the one after it by another."""
 CLEARED = T.node_monitor_grace_s + S.dead_node_confirm_seconds
@@ -47,9 +49,15 @@ def failed_pool(r: Result) -> str:
     return pool
 
 
-def test_with_a_spare_recreate_jobsets_recover_at_the_floor() -> None:
+def test_with_a_spare_recreate_jobsets_also_wait_for_the_dead_node_confirmation() -> None:
+    """JobSet deletes child Jobs with Foreground propagation and recreates a Job only once its
+    predecessor is gone, under Recreate as under BlockingRecreate (kubernetes-sigs/jobset v0.12.0
+    ``pkg/controllers/jobset_controller.go``, ``deleteJobs`` / ``shouldCreateJob``; jobset #576): the
+    restart waits for the force-delete of the pod on the dead node."""
     r = controller(spare=True, restart_strategy="Recreate", pod_failure_policy=False)
-    assert FLOOR - T.schedule_s <= mttr(r) <= FLOOR + LAG
+    assert mttr(r) >= FLOOR
+    assert CLEARED <= mttr(r) <= CLEARED + RESTART + LAG
+    assert r.controller is not None and r.controller.actions["force-delete"] == 1
     assert failed_pool(r) not in pools_after(r, "high", FAIL_AT)
     assert r.summary.preemptions == {} and r.summary.hazards == 0
 
@@ -155,18 +163,22 @@ def test_the_failure_named_by_pool_hits_that_pool_under_both_policies() -> None:
         end=FAIL_AT + 600.0,
         workloads=list(scenario.workloads),
     )
-    for r in (run(named, Baseline()), run(named, Hotswap())):
+    for r in (run(named, Baseline()), run(named, KueueTas()), run(named, Hotswap())):
         assert r.metrics.failures == [(FAIL_AT, "seed-4x4-2-n0", "seed-4x4-2")]
 
 
 LEASE = Settings(lease_stale_seconds=20.0)
 
 
-def test_the_lease_signal_recovers_sooner_on_the_same_seed() -> None:
+def test_the_lease_signal_gains_nothing_while_the_restart_waits_for_the_force_delete() -> None:
+    """Earlier detection taints and evicts sooner, but the Foreground-deleted Job is recreated only once
+    the pod on the dead node is gone (jobset ``shouldCreateJob``), which the core does only after
+    NotReady plus ``dead_node_confirm_seconds``."""
     scenario = seed_scenario(spare=True, restart_strategy="Recreate", pod_failure_policy=False)
     without = run(scenario, Hotswap(verify_idle=True))
     with_lease = run(scenario, Hotswap(LEASE, verify_idle=True))
-    assert mttr(with_lease) < mttr(without)
+    assert abs(mttr(with_lease) - mttr(without)) <= LAG
+    assert mttr(with_lease) >= CLEARED
     assert with_lease.metrics.failures == without.metrics.failures
     assert with_lease.controller is not None and without.controller is not None
     assert with_lease.controller.actions["force-delete"] == without.controller.actions["force-delete"], (
@@ -174,13 +186,12 @@ def test_the_lease_signal_recovers_sooner_on_the_same_seed() -> None:
     )
 
 
-def test_the_lease_signal_lowers_mttr_on_a_random_trace_and_hides_no_action() -> None:
+def test_the_lease_signal_on_a_random_trace_hides_no_action() -> None:
     cfg, trace = day_of_random_failures()
     scenario = stack_scenario(cfg, trace=trace, end=86400.0, seed=11)
     without = run(scenario, Hotswap(verify_idle=True))
     with_lease = run(scenario, Hotswap(LEASE, verify_idle=True))
     assert with_lease.summary.mttr_s and len(with_lease.summary.mttr_s) == len(without.summary.mttr_s)
-    assert with_lease.summary.mttr_p50_s < without.summary.mttr_p50_s
+    assert with_lease.summary.mttr_p50_s >= FLOOR
     quick = run(scenario, Hotswap(LEASE))
     assert quick.summary == with_lease.summary, "skipping idle reconciles changes nothing with leases on"
-    assert floor_seconds(T, S.unhealthy_after_seconds, 20.0) < FLOOR

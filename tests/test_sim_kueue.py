@@ -20,7 +20,7 @@ def _team(name: str, slices: int, **extra: Any) -> dict[str, Any]:
 
 
 class Harness:
-    def __init__(self, teams: list[dict[str, Any]], slices: int, cohorts: list[str] = ()) -> None:  # type: ignore[assignment]
+    def __init__(self, teams: list[dict[str, Any]], slices: int, cohorts: list[Any] = ()) -> None:  # type: ignore[assignment]
         raw = {
             "project": "sim-project",
             "region": "us-east5",
@@ -28,7 +28,7 @@ class Harness:
             "cluster": {"name": "c"},
             "slicePools": [{"name": "s", "topology": "4x4", "count": slices}],
             "priorities": [{"name": "low", "value": 1_000_000}, {"name": "high", "value": 2_000_000}],
-            "cohorts": [{"name": c} for c in cohorts],
+            "cohorts": [c if isinstance(c, dict) else {"name": c} for c in cohorts],
             "teams": teams,
         }
         self.cfg = parse_platform(raw)
@@ -137,7 +137,8 @@ def test_strict_fifo_head_blocks_its_queue_best_effort_does_not() -> None:
 def test_setup_from_the_prod_stack() -> None:
     cfg = parse_stack_config(load_stack_config(stack_file("prod")))
     setup = setup_from_stack(cfg)
-    assert {cq.cohort for cq in setup.queues.values()} == {"tpu-org"}, "the two-level tree shares one root"
+    assert {cq.cohort for cq in setup.queues.values()} == {"research", "product"}
+    assert {setup.root(cq.cohort) for cq in setup.queues.values()} == {"tpu-org"}, "one tree, one root"
     pretrain = setup.queues["llm-pretrain-cq"]
     assert pretrain.quotas["8x8"].nominal == 2
     assert pretrain.quotas["8x8"].lendable == 1
@@ -145,3 +146,75 @@ def test_setup_from_the_prod_stack() -> None:
     assert pretrain.borrow_threshold is None
     assert setup.local_queues[("serving-canary", "canary")] == "serving-eval-cq"
     assert setup.queues["serving-eval-cq"].strict_fifo
+
+
+def _tree(lending: int | None) -> Harness:
+    """A root with two cohorts: ``shared`` owns one slice of quota itself (lending at most ``lending``
+    of it up the tree), ``other`` owns none; each has one ClusterQueue with no nominal quota."""
+    shared_quota: dict[str, Any] = {"topology": "4x4", "slices": 1}
+    if lending is not None:
+        shared_quota["lendingLimitSlices"] = lending
+    return Harness(
+        [_team("x", 0, cohortName="shared"), _team("y", 0, cohortName="other")],
+        slices=1,
+        cohorts=[
+            "root",
+            {"name": "shared", "parentName": "root", "quota": [shared_quota]},
+            {"name": "other", "parentName": "root"},
+        ],
+    )
+
+
+def test_a_cohorts_own_quota_is_shared_down_its_subtree_first() -> None:
+    """Kueue 0.19.2 ``pkg/cache/scheduler/resource_node.go``: a cohort's SubtreeQuota is its own nominal
+    plus what its children lend; ``available`` walks up the tree. A queue under ``shared`` gets the
+    cohort's slice; with the tree flattened to its root, both queues would compete for it alike."""
+    h = _tree(lending=0)
+    h.submit("y-job", "y", "low")
+    h.submit("x-job", "x", "low")
+    assert h.state() == {"y-job": "queued", "x-job": "admitted"}, "lendingLimit 0 keeps it in the subtree"
+
+
+def test_without_a_lending_limit_the_cohort_lends_its_quota_up_the_tree() -> None:
+    """Same tree, no lending limit: ``accumulateFromChild`` adds the whole subtree quota to the root, so
+    a queue in the sibling cohort may borrow it."""
+    h = _tree(lending=None)
+    h.submit("y-job", "y", "low")
+    assert h.state() == {"y-job": "admitted"}
+
+
+def test_wait_for_pods_ready_evicts_a_workload_never_ready_and_requeues_it_after_the_backoff() -> None:
+    """Kueue 0.19.2 ``pkg/controller/core/workload_controller.go`` (``admittedNotReadyWorkload``): an
+    admitted workload without PodsReady within ``timeout`` of admission is evicted; it is requeued after
+    ``backoffBaseSeconds * 2^(n-1)`` (``pkg/workload/workload.go``, ``UpdateRequeueState``)."""
+    h = Harness([_team("a", 1)], slices=1)
+    h.submit("stuck", "a", "low")
+    wfpr = h.kueue.setup.wait_for_pods_ready
+    assert wfpr is not None and wfpr.timeout_s == 1800.0, "enabled with 30 min by default in 0.19"
+    h.engine.run(wfpr.timeout_s - 1)
+    assert h.evicted == []
+    h.engine.run(wfpr.timeout_s + 1)
+    assert h.evicted == ["stuck"] and h.state() == {"stuck": "queued"}
+    assert h.kueue.evictions == {"PodsReadyTimeout": 1}
+    h.engine.run(wfpr.timeout_s + wfpr.backoff_base_s - 1)
+    assert h.started == ["stuck"], "not before the backoff"
+    h.engine.run(wfpr.timeout_s + wfpr.backoff_base_s + 1)
+    assert h.started == ["stuck", "stuck"]
+
+
+def test_wait_for_pods_ready_recovery_timeout_counts_from_losing_readiness() -> None:
+    """Once PodsReady held, only ``recoveryTimeout`` applies, counted from when readiness was lost
+    (WaitForRecovery)."""
+    h = Harness([_team("a", 1)], slices=1)
+    w = h.submit("job", "a", "low")
+    h.kueue.ready_changed(w, True)
+    h.engine.run(1900.0)
+    assert h.evicted == [], "the start timeout no longer applies"
+    h.kueue.ready_changed(w, False)
+    wfpr = h.kueue.setup.wait_for_pods_ready
+    assert wfpr is not None and wfpr.recovery_timeout_s is not None
+    h.engine.run(1900.0 + wfpr.recovery_timeout_s - 1)
+    assert h.evicted == []
+    h.kueue.ready_changed(w, True)
+    h.engine.run(1900.0 + wfpr.recovery_timeout_s + 1)
+    assert h.evicted == [], "ready again in time"

@@ -125,8 +125,8 @@ class Cluster:
 
     def usable(self, node: SimNode) -> bool:
         """Kube-scheduler's node filter apart from capacity: Ready, schedulable, no taint a TPU pod
-        does not tolerate (it tolerates only ``google.com/tpu``)."""
-        if not node.ready or node.api.unschedulable:
+        does not tolerate (it tolerates only ``google.com/tpu``), and chips the device plugin offers."""
+        if not node.ready or node.api.unschedulable or not node.chips_ok:
             return False
         return all(t.key == k.TPU_RESOURCE or t.effect == "PreferNoSchedule" for t in node.api.taints)
 
@@ -182,8 +182,12 @@ class Cluster:
         node = self.nodes.get(pod.node) if pod.node is not None else None
         return node is not None and node.alive
 
-    def delete_pod(self, pod: SimPod, cause: str, *, disruption: str | None = None) -> None:
-        """Graceful deletion: a live kubelet finishes it, a dead one never does (it stays Terminating)."""
+    def delete_pod(
+        self, pod: SimPod, cause: str, *, disruption: str | None = None, exit_after: float | None = None
+    ) -> None:
+        """Graceful deletion: a live kubelet finishes it (after ``exit_after``, default the pod's own
+        exit time), a dead one never does (it stays Terminating). A pod that is unbound or already
+        terminal goes at once (the API server deletes those with grace period 0)."""
         if pod.terminating:
             return
         pod.deletion = self.now
@@ -198,7 +202,7 @@ class Cluster:
         if self.kubelet_alive(pod):
             node = self.nodes[pod.node]
             self.engine.after(
-                self.t.pod_termination_s,
+                self.t.pod_termination_s if exit_after is None else exit_after,
                 "kubelet-terminate",
                 self._terminated,
                 pod.key,

@@ -1,7 +1,28 @@
-"""Hardware and the control plane's reaction to it: node failures, NotReady, taint-based eviction,
-GKE auto-repair of the whole slice, and kubelets that come back by themselves.
+"""Hardware and the control plane's reaction to it: incidents of every kind (``failures``), NotReady,
+taint-based eviction, GKE's repair of the whole slice, kubelets that come back by themselves.
 
-None of this depends on the policy under test, so both policies see the same infrastructure timeline
+Upstream behaviour modelled here, with where it comes from:
+- the node lifecycle controller sets Ready=Unknown and the ``node.kubernetes.io/unreachable`` taints
+  (NoSchedule, and NoExecute with its timeAdded) once the kubelet has been silent for
+  node-monitor-grace-period (kubernetes/kubernetes ``pkg/controller/nodelifecycle/
+  node_lifecycle_controller.go``, ``tryUpdateNodeHealth`` / ``processTaintBaseEviction``);
+- taint-based eviction deletes a pod once its toleration of that NoExecute taint runs out
+  (``pkg/controller/tainteviction/taint_eviction.go``, ``processPodOnNode``): 300 s by default, the
+  pod's own ``tolerationSeconds`` when it sets one. The deletion never completes on a dead kubelet;
+- PodGC deletes pods bound to a Node that no longer exists after a 40 s quarantine
+  (``pkg/controller/podgc/gc_controller.go``, ``gcOrphaned``), marking them Failed first;
+- GKE auto-repair recreates a multi-host TPU slice as a unit after ~10 min NotReady (GKE "About TPUs
+  in GKE": a multi-host slice is repaired atomically). Whether the repair deletes the Node objects
+  (new ones register) or keeps them (the same names go Ready again) is not documented; both are
+  modelled (``Timings.repair_replaces_nodes``);
+- GKE's maintenance and Spot signals on nodes: the ``cloud.google.com/scheduled-maintenance-time``
+  label with the notice, ``cloud.google.com/active-node-maintenance=ONGOING`` and a cordon when it
+  starts, the ``cloud.google.com/impending-node-termination`` taint on a Spot preemption notice, and
+  the kubelet's graceful node shutdown marking the pods Failed within 15 s of it, the VM gone after
+  30 s (GKE "Manage GKE node disruption for GPUs and TPUs";
+  https://cloud.google.com/kubernetes-engine/docs/concepts/spot-vms).
+
+None of this depends on the policy under test, so every policy sees the same infrastructure timeline
 for the same trace.
 """
 
@@ -14,18 +35,41 @@ from dataclasses import dataclass, replace
 from tpu_platform.hotswap.core import Condition, Taint
 from tpu_platform.hotswap.core import constants as k
 from tpu_platform.sim.cluster import Cluster
-from tpu_platform.sim.model import CAUSE_FAILURE, Pool, SimNode
+from tpu_platform.sim.failures import (
+    CHIP_ERROR,
+    HOST_DEATH,
+    KINDS,
+    KUBELET_RESTART,
+    MAINTENANCE,
+    MASS_EVENT,
+    SPOT_PREEMPTION,
+)
+from tpu_platform.sim.model import CAUSE_FAILURE, Pool, SimNode, Workload
+
+UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+SPOT_POD_GRACE_S = 15.0
+"""GKE "Spot VMs": on a preemption notice the kubelet's graceful node shutdown gives non-system pods up
+to 15 s, then the VM is shut down 30 s after the notice."""
+"""What the node lifecycle controller adds to a cordoned node (TaintNodesByCondition)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Failure:
-    """One hardware event: the kubelet of ``node`` goes silent at ``at``."""
+    """One incident at ``at`` on ``node`` (for maintenance and Spot: on that node's whole slice)."""
 
     at: float
     node: str
     """Node name; empty: decided when it fires (see ``Infra``'s ``target``)."""
     back_after: float | None = None
-    """A reboot: the kubelet returns after this long. None: the node stays dead until auto-repair."""
+    """A reboot or a kubelet restart: the kubelet returns after this long. None: the node stays dead
+    until GKE repairs the slice."""
+    kind: str = HOST_DEATH
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"failure at {self.at}s: unknown kind {self.kind!r}; known: {', '.join(KINDS)}")
+        if self.kind == KUBELET_RESTART and self.back_after is None:
+            raise ValueError(f"failure at {self.at}s: a kubelet restart needs back_after (how long it takes)")
 
 
 def random_trace(
@@ -37,9 +81,11 @@ def random_trace(
     node_mtbf_s: float,
     transient_fraction: float = 0.0,
     reboot_s: tuple[float, float] = (60.0, 300.0),
+    kind: str = HOST_DEATH,
 ) -> list[Failure]:
-    """Failures as a Poisson process per node (rate 1/MTBF), in time order; same seed, same trace."""
-    rng = random.Random(f"trace:{seed}")
+    """Incidents of one ``kind`` as a Poisson process per node (rate 1/MTBF), in time order; same seed,
+    same trace. Kubelet restarts take 5-90 s (chosen); ``transient_fraction`` of host deaths are reboots."""
+    rng = random.Random(f"trace:{seed}" if kind == HOST_DEATH else f"trace:{seed}:{kind}")
     out: list[Failure] = []
     for pool in pools:
         for i in range(pool.size):
@@ -48,8 +94,47 @@ def random_trace(
                 t += rng.expovariate(1.0 / node_mtbf_s)
                 if t >= end:
                     break
-                back = rng.uniform(*reboot_s) if rng.random() < transient_fraction else None
-                out.append(Failure(round(t, 3), f"{pool.name}-n{i}", back))
+                back: float | None = None
+                if kind == KUBELET_RESTART:
+                    back = rng.uniform(5.0, 90.0)
+                elif kind in (HOST_DEATH, MASS_EVENT):
+                    back = rng.uniform(*reboot_s) if rng.random() < transient_fraction else None
+                out.append(Failure(round(t, 3), f"{pool.name}-n{i}", back, kind))
+    out.sort(key=lambda f: (f.at, f.node))
+    return out
+
+
+def pool_trace(
+    pools: Sequence[Pool], *, seed: int, start: float, end: float, mean_s: float, kind: str
+) -> list[Failure]:
+    """Slice-level incidents (maintenance, Spot preemption) as a Poisson process per pool."""
+    rng = random.Random(f"trace:{seed}:{kind}")
+    out: list[Failure] = []
+    for pool in pools:
+        t = start
+        while True:
+            t += rng.expovariate(1.0 / mean_s)
+            if t >= end:
+                break
+            out.append(Failure(round(t, 3), f"{pool.name}-n0", None, kind))
+    out.sort(key=lambda f: (f.at, f.node))
+    return out
+
+
+def mass_trace(
+    pools: Sequence[Pool], *, seed: int, start: float, end: float, mean_s: float, slices: int = 3
+) -> list[Failure]:
+    """Mass events every ``mean_s`` on average: one host in each of ``slices`` distinct pools dies at once."""
+    rng = random.Random(f"trace:{seed}:{MASS_EVENT}")
+    out: list[Failure] = []
+    t = start
+    while True:
+        t += rng.expovariate(1.0 / mean_s)
+        if t >= end:
+            break
+        for pool in rng.sample(list(pools), min(slices, len(pools))):
+            node = f"{pool.name}-n{rng.randrange(pool.size)}"
+            out.append(Failure(round(t, 3), node, None, MASS_EVENT))
     out.sort(key=lambda f: (f.at, f.node))
     return out
 
@@ -58,7 +143,8 @@ def random_trace(
 class Observer:
     """What the infrastructure reports to metrics (all optional)."""
 
-    failed: Callable[[float, SimNode], None] | None = None
+    failed: Callable[[float, SimNode, str], None] | None = None
+    """(time, node, kind): an incident hit this live node (for slice-level kinds: each node of it)."""
     absorbed: Callable[[float, Failure], None] | None = None
     repair: Callable[[str, float, bool], None] | None = None
     """(pool, time, started): called when a repair starts and when its last node is back."""
@@ -74,6 +160,8 @@ class Infra:
         node_died: Callable[[SimNode], None],
         observer: Observer | None = None,
         target: Callable[[], str | None] | None = None,
+        save_checkpoint: Callable[[Workload], None] | None = None,
+        toleration_s: float | None = None,
     ) -> None:
         self.c = cluster
         self.seed = seed
@@ -81,12 +169,19 @@ class Infra:
         self.obs = observer or Observer()
         self.target = target
         """Picks the node of a failure that names none (e.g. "wherever the top-priority JobSet runs")."""
+        self.save_checkpoint = save_checkpoint
+        """Tells a JobSet to write a checkpoint now (a trainer's SIGTERM handler, given time to)."""
+        self.toleration_s = cluster.t.toleration_s if toleration_s is None else toleration_s
+        """The pods' toleration of the unreachable/not-ready NoExecute taints (the policy's choice)."""
         for f in trace:
             if f.node and f.node not in cluster.nodes:
                 raise ValueError(f"failure at {f.at}s names node {f.node!r}, which is not in the fleet")
-            cluster.engine.at(f.at, "node-failure", self.fail, f)
+            cluster.engine.at(f.at, f"incident-{f.kind}", self.fail, f)
+            if f.kind == MAINTENANCE and f.node:
+                notice = max(cluster.now, f.at - cluster.t.maintenance_notice_s)
+                cluster.engine.at(notice, "maintenance-notice", self._notice, f)
 
-    # --- a kubelet goes silent ----------------------------------------------------------------------
+    # --- dispatch ------------------------------------------------------------------------------------
     def fail(self, f: Failure) -> None:
         name = f.node or (self.target() if self.target is not None else None) or ""
         node = self.c.nodes.get(name)
@@ -94,25 +189,50 @@ class Infra:
             if self.obs.absorbed:
                 self.obs.absorbed(self.c.now, f)
             return
+        if f.kind in (HOST_DEATH, MASS_EVENT):
+            self._report(node, f.kind)
+            self._kill(node, back_after=f.back_after)
+        elif f.kind == CHIP_ERROR:
+            self._report(node, f.kind)
+            self._chip_error(node)
+        elif f.kind == KUBELET_RESTART:
+            self._report(node, f.kind)
+            self._kubelet_pause(node, f.back_after or 0.0)
+        elif f.kind == MAINTENANCE:
+            self._maintenance(self.c.pools[node.pool], f.kind)
+        elif f.kind == SPOT_PREEMPTION:
+            self._spot(self.c.pools[node.pool], f.kind)
+
+    def _report(self, node: SimNode, kind: str) -> None:
+        if self.obs.failed:
+            self.obs.failed(self.c.now, node, kind)
+
+    def _current(self, name: str, inc: int) -> SimNode | None:
+        node = self.c.nodes.get(name)
+        return node if node is not None and node.incarnation == inc else None
+
+    def _silence(self, node: SimNode) -> int:
+        """The kubelet stops: no status, no Lease renewals; NotReady follows after the grace period."""
         t = self.c.t
         node.lease_last = node.lease_renewed(self.c.now, t.lease_renew_s)
         node.alive = False
         node.incarnation += 1
         inc = node.incarnation
-        if self.obs.failed:
-            self.obs.failed(self.c.now, node)
-        self.node_died(node)
         for listener in self.c.kubelet_listeners:
             listener()
         self.c.engine.after(t.node_monitor_grace_s, "node-not-ready", self._not_ready, node.name, inc)
-        if f.back_after is not None:
-            self.c.engine.after(f.back_after, "kubelet-back", self._back, node.name, inc)
+        return inc
+
+    # --- a host dies silently ------------------------------------------------------------------------
+    def _kill(self, node: SimNode, *, back_after: float | None, repair: bool = True) -> None:
+        inc = self._silence(node)
+        node.repair_armed = repair
+        self.node_died(node)
+        t = self.c.t
+        if back_after is not None:
+            self.c.engine.after(back_after, "kubelet-back", self._back, node.name, inc, False)
         if t.peer_exit_s is not None:
             self.c.engine.after(t.peer_exit_s, "peers-exit", self._peers_exit, node.name, inc)
-
-    def _current(self, name: str, inc: int) -> SimNode | None:
-        node = self.c.nodes.get(name)
-        return node if node is not None and node.incarnation == inc else None
 
     def _not_ready(self, name: str, inc: int) -> None:
         """The node lifecycle controller: Ready=Unknown and the unreachable taints."""
@@ -128,17 +248,18 @@ class Infra:
             Taint(k.UNREACHABLE_TAINT, "NoExecute", time_added=now),
         )
         self.c.update_node(node, replace(api, conditions=conditions, taints=taints))
-        t = self.c.t
-        self.c.engine.after(t.toleration_s, "taint-eviction", self._taint_evict, name, inc)
-        self.c.engine.after(t.auto_repair_after_s, "auto-repair", self._auto_repair, name, inc)
-
-    def _taint_evict(self, name: str, inc: int) -> None:
-        """tolerationSeconds are up: evict (the pods stay Terminating, the kubelet is dead)."""
-        node = self._current(name, inc)
-        if node is None:
-            return
         for key in sorted(node.holders):
-            self.c.delete_pod(self.c.pods[key], CAUSE_FAILURE, disruption="DeletionByTaintManager")
+            self.c.engine.after(self.toleration_s, "taint-eviction", self._taint_evict, name, inc, key)
+        if node.repair_armed:
+            self.c.engine.after(self.c.t.auto_repair_after_s, "auto-repair", self._auto_repair, name, inc)
+
+    def _taint_evict(self, name: str, inc: int, key: str) -> None:
+        """Its toleration is up: taint eviction deletes the pod (it stays Terminating on a dead kubelet)."""
+        node = self._current(name, inc)
+        pod = self.c.pods.get(key)
+        if node is None or pod is None or pod.node != name or not pod.holding:
+            return
+        self.c.delete_pod(pod, CAUSE_FAILURE, disruption="DeletionByTaintManager")
 
     def _peers_exit(self, name: str, inc: int) -> None:
         """The other hosts of the broken slice give up on their collectives and exit with an error."""
@@ -154,8 +275,10 @@ class Infra:
                 if peer.attempt == pod.attempt and peer.key != key and self.c.kubelet_alive(peer):
                     self.c.fail_pod(peer, CAUSE_FAILURE)
 
-    def _back(self, name: str, inc: int) -> None:
-        """A reboot: the kubelet returns; containers that were running are gone (restartPolicy Never)."""
+    def _back(self, name: str, inc: int, containers_survived: bool) -> None:
+        """The kubelet returns. After a reboot the containers that were running are gone (restartPolicy
+        Never: their pods fail); after a kubelet restart they kept running. Deletions requested meanwhile
+        are carried out now."""
         node = self._current(name, inc)
         if node is None:
             return
@@ -170,8 +293,104 @@ class Infra:
             pod = self.c.pods[key]
             if pod.terminating:
                 self.c.finish_termination(pod)
-            else:
+            elif not containers_survived:
                 self.c.fail_pod(pod, CAUSE_FAILURE)
+
+    # --- a chip or ICI link fails, the kubelet lives -------------------------------------------------
+    def _chip_error(self, node: SimNode) -> None:
+        """The trainer on the node crashes (pod Failed, no DisruptionTarget); the node stays Ready but its
+        chips are withdrawn; GKE repairs the slice after ``chip_repair_after_s``."""
+        node.chips_ok = False
+        self.node_died(node)
+        for key in sorted(node.holders):
+            self.c.fail_pod(self.c.pods[key], CAUSE_FAILURE)
+        self.c.changed()
+        pool = self.c.pools[node.pool]
+        self.c.engine.after(
+            self.c.t.chip_repair_after_s, "chip-repair", self._repair_if, pool.name, pool.generation
+        )
+
+    def _repair_if(self, pool_name: str, generation: int) -> None:
+        pool = self.c.pools[pool_name]
+        if pool.generation == generation and not pool.repairing:
+            self._start_repair(pool, self.c.t.repair_s)
+
+    # --- the kubelet restarts ------------------------------------------------------------------------
+    def _kubelet_pause(self, node: SimNode, seconds: float) -> None:
+        inc = self._silence(node)
+        node.repair_armed = False
+        self.c.engine.after(seconds, "kubelet-back", self._back, node.name, inc, True)
+
+    # --- scheduled maintenance with notice -----------------------------------------------------------
+    def _notice(self, f: Failure) -> None:
+        node = self.c.nodes.get(f.node)
+        if node is None:
+            return
+        for name in sorted(self.c.pools[node.pool].nodes):
+            member = self.c.nodes[name]
+            labels = {**member.api.labels, k.SCHEDULED_MAINTENANCE_LABEL: f"{f.at:.0f}"}
+            self.c.update_node(member, replace(member.api, labels=labels))
+
+    def _maintenance(self, pool: Pool, kind: str) -> None:
+        """The window starts: GKE cordons and drains the slice; trainers checkpoint on SIGTERM and exit;
+        then the slice is down for ``maintenance_s``."""
+        t = self.c.t
+        for name in sorted(pool.nodes):
+            node = self.c.nodes[name]
+            self._report(node, kind)
+            labels = {**node.api.labels, k.ACTIVE_MAINTENANCE_LABEL: k.ACTIVE_MAINTENANCE_VALUE}
+            taints = (*node.api.taints, Taint(UNSCHEDULABLE_TAINT, "NoSchedule", time_added=self.c.now))
+            self.c.update_node(node, replace(node.api, labels=labels, unschedulable=True, taints=taints))
+        for name in sorted(pool.nodes):
+            node = self.c.nodes[name]
+            for key in sorted(node.holders):
+                pod = self.c.pods[key]
+                w = self.c.workloads.get(pod.workload)
+                if w is not None and self.save_checkpoint is not None:
+                    self.save_checkpoint(w)
+                self.c.delete_pod(
+                    pod, CAUSE_FAILURE, disruption="EvictionByEvictionAPI", exit_after=t.sigterm_checkpoint_s
+                )
+        drain = t.sigterm_checkpoint_s + t.pod_termination_s
+        self.c.engine.after(
+            drain, "maintenance-down", self._down, pool.name, pool.generation, t.maintenance_s
+        )
+
+    # --- Spot preemption with a 30 s notice ----------------------------------------------------------
+    def _spot(self, pool: Pool, kind: str) -> None:
+        t = self.c.t
+        for name in sorted(pool.nodes):
+            node = self.c.nodes[name]
+            self._report(node, kind)
+            taint = Taint(k.IMPENDING_TERMINATION_TAINT, "NoSchedule", time_added=self.c.now)
+            self.c.update_node(node, replace(node.api, taints=(*node.api.taints, taint)))
+        exit_after = min(t.pod_termination_s, SPOT_POD_GRACE_S)
+        for name in sorted(pool.nodes):
+            for key in sorted(self.c.nodes[name].holders):
+                pod = self.c.pods[key]
+                self.c.engine.after(exit_after, "node-shutdown", self._shutdown_pod, key, pod.uid)
+        self.c.engine.after(
+            t.spot_notice_s, "spot-reclaimed", self._down, pool.name, pool.generation, t.spot_return_s
+        )
+
+    def _shutdown_pod(self, key: str, uid: str) -> None:
+        """Graceful node shutdown: the kubelet stops the pod and sets it Failed (reason Terminated) with a
+        DisruptionTarget condition; the pod object stays."""
+        pod = self.c.pods.get(key)
+        if pod is None or pod.uid != uid or pod.terminal:
+            return
+        self.c.fail_pod(pod, CAUSE_FAILURE, disruption="TerminationByKubelet")
+
+    def _down(self, pool_name: str, generation: int, seconds: float) -> None:
+        pool = self.c.pools[pool_name]
+        if pool.generation != generation or pool.repairing:
+            return
+        for name in sorted(pool.nodes):
+            node = self.c.nodes[name]
+            if node.alive:
+                node.lease_last = node.lease_renewed(self.c.now, self.c.t.lease_renew_s)
+                node.alive = False
+        self._start_repair(pool, seconds, replace_nodes=True)
 
     # --- GKE auto-repair: the whole multi-host pool is recreated ------------------------------------
     def _auto_repair(self, name: str, inc: int) -> None:
@@ -181,13 +400,25 @@ class Infra:
         pool = self.c.pools[node.pool]
         if pool.repairing:
             return
+        self._start_repair(pool, self.c.t.repair_s)
+
+    def _start_repair(self, pool: Pool, seconds: float, *, replace_nodes: bool | None = None) -> None:
         pool.repairing = True
         pool.generation += 1
         if self.obs.repair:
             self.obs.repair(pool.name, self.c.now, True)
-        for member in sorted(pool.nodes):
-            self.c.delete_node(self.c.nodes[member])
-        self.c.engine.after(self.c.t.repair_s, "repair-done", self._repaired, pool.name, pool.generation)
+        replaces = self.c.t.repair_replaces_nodes if replace_nodes is None else replace_nodes
+        if replaces:
+            for member in sorted(pool.nodes):
+                self.c.delete_node(self.c.nodes[member])
+        else:
+            for member in sorted(pool.nodes):
+                node = self.c.nodes[member]
+                if node.alive:
+                    self._kill(node, back_after=None, repair=False)
+                else:
+                    node.repair_armed = False
+        self.c.engine.after(seconds, "repair-done", self._repaired, pool.name, pool.generation)
 
     def _repaired(self, pool_name: str, generation: int) -> None:
         pool = self.c.pools[pool_name]
@@ -202,8 +433,30 @@ class Infra:
         pool = self.c.pools[pool_name]
         if pool.generation != generation:
             return
-        self.c.add_node(pool, index, ready_at=self.c.now)
-        if len(pool.nodes) == pool.size:
+        name = f"{pool_name}-n{index}"
+        existing = self.c.nodes.get(name)
+        if existing is not None:
+            self._renew(existing)
+        else:
+            self.c.add_node(pool, index, ready_at=self.c.now)
+        if len(pool.nodes) == pool.size and all(self.c.nodes[n].alive for n in pool.nodes):
             pool.repairing = False
             if self.obs.repair:
                 self.obs.repair(pool.name, self.c.now, False)
+
+    def _renew(self, node: SimNode) -> None:
+        """A recreated VM under the same Node object: Ready again, chips back, uncordoned; pods it no
+        longer runs fail (or finish their deletion)."""
+        node.chips_ok = True
+        node.incarnation += 1
+        api = node.api
+        labels = {
+            key: v
+            for key, v in api.labels.items()
+            if key not in (k.ACTIVE_MAINTENANCE_LABEL, k.SCHEDULED_MAINTENANCE_LABEL)
+        }
+        taints = tuple(
+            t for t in api.taints if t.key not in (UNSCHEDULABLE_TAINT, k.IMPENDING_TERMINATION_TAINT)
+        )
+        self.c.update_node(node, replace(api, labels=labels, taints=taints, unschedulable=False))
+        self._back(node.name, node.incarnation, False)

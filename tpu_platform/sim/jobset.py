@@ -1,12 +1,23 @@
 """The JobSet and Job controllers: attempts, exclusive-placement followers, failure policy, restarts,
 productive time and checkpoints.
 
-Failure semantics (JobSet v0.12, Job podFailurePolicy):
+Failure semantics (JobSet v0.12.0, Job podFailurePolicy), each from upstream source:
 - with a pod failure policy, only a pod in phase Failed (or deleted before reaching it) fails its Job,
   so a pod stuck Terminating on a dead node fails nothing; a DisruptionTarget condition makes the
   restart free (RestartJobSetAndIgnoreMaxRestarts), any other failure counts against maxRestarts;
-- without one, a terminating pod already counts as failed (podReplacementPolicy TerminatingOrFailed);
-- BlockingRecreate creates new Jobs only once every old pod is gone; Recreate at once.
+- without one, a terminating pod already counts as failed (podReplacementPolicy TerminatingOrFailed,
+  the Job controller's default without a pod failure policy);
+- a restart deletes the child Jobs with Foreground propagation (kubernetes-sigs/jobset
+  ``pkg/controllers/jobset_controller.go``, ``deleteJobs``), so a Job object stays until its pods are
+  gone, and a Job of the same name is created again only once no Job of that name exists
+  (``shouldCreateJob``). Under ``Recreate`` each Job waits for its own predecessor; under
+  ``BlockingRecreate`` no Job is created while any previous one exists (``constructJobsFromTemplate``).
+  A pod stuck Terminating on a dead node therefore blocks the restart under both strategies
+  (kubernetes-sigs/jobset issue #576);
+- Kueue suspending a JobSet suspends its Jobs (``suspendJobs``) and resuming unsuspends the same Jobs
+  (``resumeJobsIfNecessary``): no Job is deleted, and the Job controller replaces a pod that is still
+  terminating at once, unless a pod failure policy makes podReplacementPolicy ``Failed``, in which
+  case the replacement waits until the old pod is terminal or gone.
 """
 
 from __future__ import annotations
@@ -21,7 +32,6 @@ from tpu_platform.sim.model import (
     CAUSE_FAILURE,
     CAUSE_KUEUE,
     CAUSE_RESTART,
-    RECREATE,
     SUCCEEDED,
     SimNode,
     SimPod,
@@ -33,6 +43,11 @@ class RunObserver:
     """Metrics hooks; the defaults do nothing."""
 
     def run_started(self, w: Workload, now: float) -> None:
+        """Training resumed: pods Running, compiled, checkpoint restored."""
+        return None
+
+    def pods_running(self, w: Workload, now: float) -> None:
+        """Every pod of the attempt bound to a live node and started."""
         return None
 
     def run_stopped(self, w: Workload, now: float, cause: str, lost_s: float, was_productive: bool) -> None:
@@ -44,6 +59,10 @@ class RunObserver:
     def finished(self, w: Workload, now: float) -> None:
         return None
 
+    def suspended(self, w: Workload, now: float) -> None:
+        """Kueue evicted the JobSet (it queues again)."""
+        return None
+
 
 class JobSetController:
     def __init__(self, cluster: Cluster, observer: RunObserver, release: Callable[[Workload], None]) -> None:
@@ -51,22 +70,65 @@ class JobSetController:
         self.obs = observer
         self.release = release
         """Tells Kueue the workload no longer holds quota (finished or failed)."""
+        self.ready_listeners: list[Callable[[Workload, bool], None]] = []
+        """Told when all pods of a JobSet become ready (True) and when that ends (False): Kueue's
+        PodsReady condition."""
         cluster.pod_listeners.append(self.on_pod)
 
     # --- attempts ------------------------------------------------------------------------------------
     def start(self, w: Workload) -> None:
-        """Kueue admitted (unsuspended) the JobSet: create its Jobs."""
-        self.c.engine.after(self.c.t.kueue_admit_s, "jobset-unsuspend", self._new_attempt, w.key, w.token)
+        """Kueue admitted (unsuspended) the JobSet: its Jobs are resumed or created."""
+        self.c.engine.after(self.c.t.kueue_admit_s, "jobset-unsuspend", self._resume, w.key, w.token)
 
-    def _new_attempt(self, key: str, token: int) -> None:
+    def _resume(self, key: str, token: int) -> None:
         w = self.c.workloads[key]
         if w.state != "admitted" or w.token != token:
             return
-        w.restarting = False
+        self._begin_attempt(w, resumed=True)
+
+    def _begin_attempt(self, w: Workload, *, resumed: bool) -> None:
         w.attempt += 1
         w.token += 1
-        for i in range(w.spec.slices):
-            self.c.create_pod(w, slice_index=i, index=0)
+        w.restarting = True
+        w.resumed = resumed
+        w.pending = set(range(w.spec.slices))
+        self._create_ready(w)
+
+    def _blocked(self, w: Workload) -> set[int]:
+        """Job indexes of the current attempt that cannot be created yet (see the module docstring)."""
+        old = [p for p in w.pods.values() if p.attempt < w.attempt]
+        deleted = [p for p in old if p.job_deleted]
+        blocked: set[int] = set()
+        if deleted:
+            blocked |= (
+                set(w.pending) if w.spec.restart_strategy == BLOCKING else {p.slice_index for p in deleted}
+            )
+        if w.resumed and w.spec.pod_failure_policy:
+            blocked |= {p.slice_index for p in old if not p.terminal}
+        return blocked
+
+    def _create_ready(self, w: Workload) -> None:
+        if w.state != "admitted" or not w.pending:
+            return
+        ready = sorted(w.pending - self._blocked(w))
+        if not ready:
+            return
+        self.c.engine.after(
+            self.c.t.jobset_recreate_s, "jobset-create", self._create, w.key, w.attempt, tuple(ready)
+        )
+
+    def _create(self, key: str, attempt: int, indexes: tuple[int, ...]) -> None:
+        w = self.c.workloads.get(key)
+        if w is None or w.state != "admitted" or w.attempt != attempt:
+            return
+        blocked = self._blocked(w)
+        for i in indexes:
+            if i in w.pending and i not in blocked:
+                w.pending.discard(i)
+                pinned = w.assigned[i] if w.assigned is not None else None
+                self.c.create_pod(w, slice_index=i, index=0, pool_selector=pinned)
+        if not w.pending:
+            w.restarting = False
 
     def _followers(self, key: str, leader_key: str, attempt: int) -> None:
         w = self.c.workloads[key]
@@ -88,9 +150,9 @@ class JobSetController:
                 )
             self.check_ready(w)
             return
-        if what == "gone":
-            self._maybe_unblock(w)
-        if w.state != "admitted" or pod.attempt != w.attempt or w.restarting:
+        if pod.attempt < w.attempt and what in ("gone", "failed"):
+            self._create_ready(w)
+        if w.state != "admitted" or pod.attempt != w.attempt:
             return
         self.stop_run(w, pod.cause or CAUSE_FAILURE)
         pfp = w.spec.pod_failure_policy
@@ -111,34 +173,28 @@ class JobSetController:
                 self.stop_run(w, CAUSE_FAILURE, hit=True)
 
     def restart(self, w: Workload, cause: str, *, counted: bool) -> None:
+        """The JobSet's failure policy restarts it: every child Job is deleted (Foreground) and recreated
+        as its predecessor goes away."""
         self.obs.restarted(w, self.c.now, cause, counted)
         if counted:
             w.restarts += 1
         if w.restarts > w.spec.max_restarts:
             self._terminate(w, "failed", cause)
             return
-        w.restarting = True
-        w.token += 1
+        for p in w.pods.values():
+            p.job_deleted = True
+        self._begin_attempt(w, resumed=False)
         for p in sorted(w.pods.values(), key=lambda p: p.key):
-            self.c.delete_pod(p, CAUSE_RESTART)
-        if w.spec.restart_strategy == RECREATE:
-            self.c.engine.after(
-                self.c.t.jobset_recreate_s, "jobset-recreate", self._new_attempt, w.key, w.token
-            )
-        else:
-            self._maybe_unblock(w)
-
-    def _maybe_unblock(self, w: Workload) -> None:
-        if w.restarting and w.spec.restart_strategy == BLOCKING and not w.pods and w.state == "admitted":
-            self.c.engine.after(
-                self.c.t.jobset_recreate_s, "jobset-recreate", self._new_attempt, w.key, w.token
-            )
+            if p.attempt < w.attempt:
+                self.c.delete_pod(p, CAUSE_RESTART)
 
     def suspend(self, w: Workload) -> None:
-        """Kueue evicted the workload: its Jobs are deleted and it waits in the queue again."""
+        """Kueue evicted the workload: its Jobs are suspended (their pods deleted) and it queues again."""
+        self.obs.suspended(w, self.c.now)
         self.stop_run(w, CAUSE_KUEUE)
         w.state = "queued"
         w.restarting = False
+        w.pending = set()
         w.token += 1
         for p in sorted(w.pods.values(), key=lambda p: p.key):
             self.c.delete_pod(p, CAUSE_KUEUE, disruption="EvictedByKueue")
@@ -156,8 +212,8 @@ class JobSetController:
 
     # --- progress ------------------------------------------------------------------------------------
     def check_ready(self, w: Workload) -> None:
-        """All pods of the attempt bound to live nodes: productive once the last one has started up."""
-        if w.state != "admitted" or w.restarting or w.productive:
+        """All pods of the attempt bound to live nodes: Running once the last one has started up."""
+        if w.state != "admitted" or w.restarting or w.productive or w.running_since is not None:
             return
         pods = w.current_pods()
         if len(pods) != w.spec.slices * w.nodes_per_slice:
@@ -168,16 +224,33 @@ class JobSetController:
                 return
             latest = max(latest, p.bound_at)
         ready_at = latest + self.c.t.pod_startup_s
-        self.c.engine.at(max(ready_at, self.c.now), "pods-running", self._productive, w.key, w.token)
+        self.c.engine.at(max(ready_at, self.c.now), "pods-running", self._running, w.key, w.token)
+
+    def _intact(self, w: Workload) -> bool:
+        pods = w.current_pods()
+        return len(pods) == w.spec.slices * w.nodes_per_slice and all(
+            p.holding and not p.terminating and self.c.kubelet_alive(p) for p in pods
+        )
+
+    def _running(self, key: str, token: int) -> None:
+        w = self.c.workloads[key]
+        if w.token != token or w.productive or w.state != "admitted" or w.restarting:
+            return
+        if w.running_since is not None or not self._intact(w):
+            return
+        w.running_since = self.c.now
+        w.token += 1
+        self.obs.pods_running(w, self.c.now)
+        for listener in self.ready_listeners:
+            listener(w, True)
+        warmup = self.c.t.compile_s + self.c.t.restore_s
+        self.c.engine.after(warmup, "training-resumed", self._productive, w.key, w.token)
 
     def _productive(self, key: str, token: int) -> None:
         w = self.c.workloads[key]
         if w.token != token or w.productive or w.state != "admitted" or w.restarting:
             return
-        pods = w.current_pods()
-        if len(pods) != w.spec.slices * w.nodes_per_slice or not all(
-            p.holding and not p.terminating and self.c.kubelet_alive(p) for p in pods
-        ):
+        if not self._intact(w):
             return
         w.productive_since = self.c.now
         w.token += 1
@@ -185,6 +258,16 @@ class JobSetController:
         if w.spec.work_s is not None:
             remaining = max(0.0, w.spec.work_s - w.progress)
             self.c.engine.after(remaining, "jobset-complete", self._complete, w.key, w.token)
+
+    def save_checkpoint(self, w: Workload) -> None:
+        """The trainer writes a checkpoint now (told to stop with time to spare): nothing is lost."""
+        if w.productive_since is None:
+            return
+        now = self.c.now
+        progress = w.progress + (now - w.productive_since)
+        w.progress = w.checkpoint_progress = progress
+        w.last_checkpoint_at = now
+        w.productive_since = now
 
     def _complete(self, key: str, token: int) -> None:
         w = self.c.workloads[key]
@@ -194,6 +277,13 @@ class JobSetController:
 
     def stop_run(self, w: Workload, cause: str, *, hit: bool = False) -> None:
         """End the current run (if any): progress since the last checkpoint is lost unless it completed."""
+        ready = w.running_since is not None or w.productive
+        if w.running_since is not None:
+            w.running_since = None
+            w.token += 1
+        if ready:
+            for listener in self.ready_listeners:
+                listener(w, False)
         was_productive = w.productive
         if not was_productive and not hit:
             return

@@ -90,6 +90,11 @@ class SimNode:
     """When the kubelet (re)started: it renews its node Lease then and every renewal interval after."""
     lease_last: float | None = None
     """The last renewal before the kubelet died; None while it is alive."""
+    repair_armed: bool = True
+    """GKE's auto-repair starts when this node has been NotReady long enough (not for a kubelet restart,
+    nor for a node already being repaired)."""
+    chips_ok: bool = True
+    """False after a chip/ICI error: the device plugin offers none of the node's chips (until repair)."""
 
     def lease_renewed(self, now: float, every: float) -> float:
         """The node Lease's renewTime at ``now``."""
@@ -130,6 +135,8 @@ class SimPod:
     """Reason of the DisruptionTarget condition, if an eviction or preemption set one."""
     cause: str | None = None
     nominated: str | None = None
+    job_deleted: bool = False
+    """Its Job was deleted by a JobSet restart (Foreground): a Job of that name waits for it to go."""
     unschedulable_since: float | None = None
     core: Pod | None = None
     """Cached ``tpu_platform.hotswap.core.Pod``; cleared on every change."""
@@ -164,12 +171,21 @@ class Workload:
     attempt: int = 0
     restarts: int = 0
     restarting: bool = False
+    """The current attempt still has Jobs to create (their predecessors are not gone yet)."""
+    pending: set[int] = field(default_factory=set)
+    """Slice (Job) indexes of the current attempt whose Job is not created yet."""
+    resumed: bool = False
+    """The current attempt is Kueue resuming a suspended JobSet (its Jobs were kept), not a restart."""
     pods: dict[str, SimPod] = field(default_factory=dict)
     progress: float = 0.0
     checkpoint_progress: float = 0.0
     last_checkpoint_at: float | None = None
     productive_since: float | None = None
+    running_since: float | None = None
+    """Pods Running, still compiling and restoring (not yet productive)."""
     annotations: dict[str, str] = field(default_factory=dict)
+    assigned: tuple[str, ...] | None = None
+    """Kueue TAS: the slice (pool) assigned to each Job; its pods carry it as node selector."""
     token: int = 0
     """Bumped whenever the current run or attempt ends, invalidating its timers."""
 

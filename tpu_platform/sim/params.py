@@ -1,9 +1,9 @@
 """Every timing the simulator uses, with its default and where the default comes from.
 
-Figures marked *failure-model* are from shared/reference/failure-model.md; *k8s* are upstream
-Kubernetes defaults; *controller* are the hotswap adapter's runtime defaults. The rest are not
-published anywhere we could cite: they are marked *chosen*, kept small, and apply identically to both
-policies, so they move the two policies' MTTR by the same amount.
+Figures marked *failure-model* are from shared/reference/failure-model.md; *k8s*, *jobset* and *kueue*
+are upstream defaults (source named on the field); *controller* are the hotswap adapter's runtime
+defaults. The rest are not published anywhere we could cite: they are marked *chosen*, kept small, and
+apply identically to every policy.
 """
 
 from __future__ import annotations
@@ -11,27 +11,54 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from tpu_platform.sim.failures import (
+    CHIP_ERROR,
+    HOST_DEATH,
+    KUBELET_RESTART,
+    MAINTENANCE,
+    MASS_EVENT,
+    SPOT_PREEMPTION,
+)
+
 
 @dataclass(frozen=True, slots=True)
 class Timings:
     """All durations in seconds."""
 
-    node_monitor_grace_s: float = 40.0
-    """failure-model: NotReady after the kubelet goes silent (node-monitor-grace-period; 50 s from 1.32)."""
+    node_monitor_grace_s: float = 50.0
+    """k8s: NotReady after the kubelet goes silent (node-monitor-grace-period): 50 s from Kubernetes 1.32,
+    40 s before (kubernetes/kubernetes #126287). ``stack_timings`` sets it from the stack's version."""
     toleration_s: float = 300.0
-    """failure-model: pods on a not-ready/unreachable node are evicted after this (tolerationSeconds)."""
+    """k8s: pods on a not-ready/unreachable node are evicted after this (the DefaultTolerationSeconds
+    admission plugin adds ``tolerationSeconds: 300``; kubernetes/kubernetes
+    ``plugin/pkg/admission/defaulttolerationseconds/admission.go``)."""
+    tas_toleration_s: float = 30.0
+    """chosen: the shorter not-ready/unreachable ``tolerationSeconds`` a user of the ``kueue_tas`` setup
+    puts on the pod template, so taint eviction starts Kueue's node replacement sooner."""
     auto_repair_after_s: float = 600.0
     """failure-model: GKE auto-repair starts after ~10 min NotReady."""
     repair_s: float = 600.0
     """failure-model: recovery gated by infrastructure repair, "up to 10 minutes"; the whole multi-host
     pool is recreated as a unit."""
+    repair_replaces_nodes: bool = True
+    """chosen (sources disagree): GKE's repair of a multi-host pool deletes its Node objects and new ones
+    register (True), or the VMs are recreated under the same Node objects, which go Ready again (False).
+    The benchmark runs both."""
     node_register_spread_s: float = 30.0
     """chosen: the recreated VMs of a pool register with the API server spread over this window."""
     orphan_gc_s: float = 40.0
-    """k8s: PodGC deletes pods bound to a deleted Node after its 40 s quarantine."""
+    """k8s: PodGC deletes pods bound to a deleted Node after its 40 s quarantine
+    (``pkg/controller/podgc/gc_controller.go``, ``quarantineTime``)."""
     pod_termination_s: float = 5.0
     """chosen: graceful exit of a pod on a live kubelet. The default grace period is 30 s, but a trainer
     without a SIGTERM handler exits at once; 5 s covers container teardown."""
+    termination_grace_s: float = 30.0
+    """k8s: ``terminationGracePeriodSeconds`` default; a deleted pod's deletionTimestamp is this far
+    after the delete request (what Kueue's FailureRecoveryPolicy counts from)."""
+    frp_forceful_s: float = 60.0
+    """kueue: FailureRecoveryPolicy force-fails and deletes a terminating pod on an unreachable node this
+    long after its deletionTimestamp (``pkg/controller/failurerecovery/pod_termination_controller.go``,
+    ``defaultOptions.forcefulTerminationGracePeriod``)."""
     jobset_recreate_s: float = 1.0
     """chosen: JobSet controller noticing a failed Job, or the last old pod gone, and creating new Jobs."""
     follower_create_s: float = 1.0
@@ -40,8 +67,11 @@ class Timings:
     """chosen: kube-scheduler latency from a pod becoming schedulable to its binding."""
     pod_startup_s: float = 30.0
     """chosen: binding to all containers Running (cached image pull, container start, TPU runtime init).
-    In-program work after that (compilation, checkpoint restore) is the same in both policies and is
-    not counted in MTTR."""
+    This is where "pods Running" is measured."""
+    compile_s: float = 120.0
+    """chosen: XLA compilation after the containers start, before the first step (no persistent cache)."""
+    restore_s: float = 60.0
+    """chosen: reading the last checkpoint back. Training resumes after pods Running + compile + restore."""
     kueue_admit_s: float = 1.0
     """chosen: Kueue admission to the JobSet being unsuspended."""
     lease_renew_s: float = 10.0
@@ -54,6 +84,25 @@ class Timings:
     peer_exit_s: float | None = None
     """chosen: when one host of a multi-host slice dies, the others hang in collectives (None) or exit
     with an error after this long. Hanging is what "recovery gated by infrastructure repair" implies."""
+    chip_repair_after_s: float = 600.0
+    """chosen: GKE repairs a slice whose TPU chip or ICI link failed (kubelet alive) after this long."""
+    maintenance_notice_s: float = 7 * 86400.0
+    """failure-model: scheduled maintenance is announced 7 days ahead (the node label
+    ``cloud.google.com/scheduled-maintenance-time``)."""
+    sigterm_checkpoint_s: float = 60.0
+    """chosen: a trainer told to stop by maintenance writes a checkpoint before it exits (GKE grants TPU
+    pods up to 60 min of grace there, failure-model), so maintenance loses no work."""
+    maintenance_s: float = 3600.0
+    """chosen: how long a slice is down for its maintenance before its nodes are back."""
+    spot_notice_s: float = 30.0
+    """GKE "Spot VMs" (https://cloud.google.com/kubernetes-engine/docs/concepts/spot-vms): the VM shuts
+    down 30 s after the preemption notice; the node is tainted
+    ``cloud.google.com/impending-node-termination`` and the kubelet stops its pods within 15 s."""
+    spot_return_s: float = 1800.0
+    """chosen: a preempted Spot slice gets capacity back and its nodes register after this long."""
+    incident_settle_s: float = 1800.0
+    """chosen: an incident that has not interrupted a high-priority JobSet this long after it happened
+    counts as a recovery of 0 s for it (e.g. a short kubelet restart that nothing reacted to)."""
 
     def with_overrides(self, overrides: dict[str, Any]) -> Timings:
         """A copy with some fields replaced; unknown names raise ``ValueError`` naming them."""
@@ -64,19 +113,44 @@ class Timings:
         return replace(self, **overrides)
 
 
-def floor_seconds(t: Timings, unhealthy_after_s: float, lease_stale_s: float = 0.0) -> float:
-    """The physical floor of a recovery: detection threshold plus the fastest JobSet restart.
+def restart_seconds(t: Timings) -> float:
+    """An unobstructed restart once the old pods are out of the way: a victim's drain (the fleet is
+    full, so some slice must be freed) overlapping the new Jobs' creation, then scheduling the leader,
+    creating its followers and starting the containers."""
+    return (
+        max(t.pod_termination_s, t.jobset_recreate_s) + t.schedule_s + t.follower_create_s + t.pod_startup_s
+    )
 
-    Detection is the kubelet going NotReady, or with the Lease signal on (``lease_stale_s`` > 0) its
-    Lease going stale if that comes first, plus the controller's T_bad. The Lease is stale counted from
-    its last renewal, up to one renewal interval before the kubelet died, so with it on a recovery can
-    also come up to ``lease_renew_s`` under the floor. The restart is what any restart
-    needs even with capacity free and nothing in its way: new Jobs, scheduling the leader, its
-    followers, and container startup. It waits for no old pod (a Recreate JobSet without a pod failure
-    policy does not), no preemption victim and no repair. The simulator batches scheduling, so a
-    recovery can come in a fraction of a second under it when a scheduling pass was already queued.
-    """
-    signal = min(t.node_monitor_grace_s, lease_stale_s) if lease_stale_s > 0 else t.node_monitor_grace_s
-    detection = signal + unhealthy_after_s
-    restart = t.jobset_recreate_s + t.schedule_s + t.follower_create_s + t.pod_startup_s
-    return detection + restart
+
+def signal_seconds(t: Timings, kind: str) -> float:
+    """The earliest moment after an incident at which the signals then available say the workload must
+    move: NotReady for a silent host (the kubelet's last status is all there is), the pod's own failure
+    for a chip/ICI error or a Spot notice (at once), the drain a trainer needs to write its checkpoint
+    for maintenance with notice. A kubelet restart needs no move at all."""
+    if kind in (HOST_DEATH, MASS_EVENT):
+        return t.node_monitor_grace_s
+    if kind == MAINTENANCE:
+        return max(0.0, t.sigterm_checkpoint_s - t.pod_termination_s)
+    if kind in (CHIP_ERROR, SPOT_PREEMPTION):
+        return 0.0
+    if kind == KUBELET_RESTART:
+        return 0.0
+    raise ValueError(f"unknown failure kind {kind!r}")
+
+
+def floor_seconds(t: Timings, kind: str = HOST_DEATH) -> float:
+    """The honest floor of "pods Running again" for one incident of ``kind``: the earliest signal, plus
+    an unobstructed restart that includes a victim's drain (``restart_seconds``). It assumes the pod on a
+    dead node is force-deleted the moment NotReady shows (no confirmation wait) and no detection delay
+    of any controller. A kubelet restart has floor 0: nothing needs to stop."""
+    if kind == KUBELET_RESTART:
+        return 0.0
+    return signal_seconds(t, kind) + restart_seconds(t)
+
+
+def resumed_floor_seconds(t: Timings, kind: str = HOST_DEATH) -> float:
+    """The floor of "training resumed": the running floor plus compile and checkpoint restore (the work
+    since the last checkpoint comes on top and is the same for every policy)."""
+    if kind == KUBELET_RESTART:
+        return 0.0
+    return floor_seconds(t, kind) + t.compile_s + t.restore_s

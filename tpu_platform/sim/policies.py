@@ -1,9 +1,11 @@
-"""The two policies compared on the same trace.
+"""The three policies compared on the same trace.
 
-``Baseline`` is the scheduler-only recipe: Kueue, JobSet and kube-scheduler as modelled, nothing else.
-``Hotswap`` adds the controller: its real decision core (``tpu_platform.hotswap.core.decide``) reconciles
-on watch events (after the adapter's debounce) and at least every reconcile interval, on a snapshot of the
-simulated cluster, and its actions are applied to it.
+``Baseline`` (``recipe``) is the guide's scheduler-only recipe: Kueue, JobSet and kube-scheduler as
+modelled, nothing else. ``KueueTas`` (``kueue_tas``) is the strongest setup of Kueue 0.19.2 and JobSet
+0.12.0 without our controller (``tpu_platform.sim.kueue_tas``). ``Hotswap`` adds our controller: its
+real decision core (``tpu_platform.hotswap.core.decide``) reconciles on watch events (after the
+adapter's debounce) and at least every reconcile interval, on a snapshot of the simulated cluster, and
+its actions are applied to it.
 """
 
 from __future__ import annotations
@@ -16,21 +18,33 @@ from typing import Protocol
 from tpu_platform.hotswap.core import PoolMemory, Preemption, Settings, decide
 from tpu_platform.sim.cluster import Cluster
 from tpu_platform.sim.engine import Handle
+from tpu_platform.sim.kueue import Kueue
+from tpu_platform.sim.params import Timings
 from tpu_platform.sim.snapshot import CheckpointClock, SnapshotBuilder, apply, quiescent
 
 
 class Policy(Protocol):
     name: str
+    tas: bool
+    """Kueue admits with TopologyAwareScheduling (a slice per Job, healthy slices only)."""
 
-    def attach(self, cluster: Cluster, last_checkpoint: CheckpointClock) -> None: ...
+    def toleration_s(self, t: Timings) -> float:
+        """The pods' tolerationSeconds for the not-ready/unreachable NoExecute taints."""
+        ...
+
+    def attach(self, cluster: Cluster, last_checkpoint: CheckpointClock, kueue: Kueue) -> None: ...
 
 
 class Baseline:
-    """The scheduler-only recipe: no controller."""
+    """The scheduler-only recipe: no controller, default tolerations, no TAS."""
 
-    name = "baseline"
+    name = "recipe"
+    tas = False
 
-    def attach(self, cluster: Cluster, last_checkpoint: CheckpointClock) -> None:
+    def toleration_s(self, t: Timings) -> float:
+        return t.toleration_s
+
+    def attach(self, cluster: Cluster, last_checkpoint: CheckpointClock, kueue: Kueue) -> None:
         return None
 
 
@@ -61,6 +75,10 @@ class Hotswap:
     """The controller's decision core driving the simulated cluster."""
 
     name = "hotswap"
+    tas = False
+
+    def toleration_s(self, t: Timings) -> float:
+        return t.toleration_s
 
     def __init__(self, settings: Settings | None = None, *, verify_idle: bool = False) -> None:
         self.settings = settings if settings is not None else Settings()
@@ -72,7 +90,7 @@ class Hotswap:
         self.memory: PoolMemory | None = None
         """Carried from one decision to the next, as the adapter does while it leads."""
 
-    def attach(self, cluster: Cluster, last_checkpoint: CheckpointClock) -> None:
+    def attach(self, cluster: Cluster, last_checkpoint: CheckpointClock, kueue: Kueue) -> None:
         self.c = cluster
         self.snapshots = SnapshotBuilder(cluster, last_checkpoint, leases=self.leases)
         cluster.watchers.append(self._on_watch)

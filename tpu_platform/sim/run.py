@@ -13,11 +13,13 @@ from tpu_platform.sim.engine import Engine
 from tpu_platform.sim.infra import Failure, Infra, Observer
 from tpu_platform.sim.jobset import JobSetController
 from tpu_platform.sim.kueue import Kueue, QueueSetup, setup_from_stack
+from tpu_platform.sim.kueue_tas import KueueTas
 from tpu_platform.sim.metrics import Recorder, Summary, summarize
-from tpu_platform.sim.model import Pool, SimPod, Workload, WorkloadSpec
+from tpu_platform.sim.model import Pool, SimNode, SimPod, Workload, WorkloadSpec
 from tpu_platform.sim.params import Timings
 from tpu_platform.sim.policies import Baseline, ControllerStats, Hotswap, Policy
 from tpu_platform.sim.scheduler import Scheduler
+from tpu_platform.sim.versions import node_monitor_grace_s, stack_minor
 from tpu_platform.sim.workload import MixOptions, Successor, mix_from_stack, pools_from_stack
 
 
@@ -67,6 +69,11 @@ def stack_settings(cfg: PlatformConfig) -> Settings:
     return settings_from_mapping(section.controller_settings())
 
 
+def stack_timings(cfg: PlatformConfig) -> Timings:
+    """The default timings with the node-monitor-grace-period of the stack's Kubernetes version."""
+    return Timings(node_monitor_grace_s=node_monitor_grace_s(stack_minor(cfg)))
+
+
 def stack_scenario(
     cfg: PlatformConfig,
     *,
@@ -85,7 +92,7 @@ def stack_scenario(
         trace=trace,
         end=end,
         seed=seed,
-        timings=timings or Timings(),
+        timings=timings or stack_timings(cfg),
         settings=stack_settings(cfg),
         successor=successor,
     )
@@ -101,12 +108,21 @@ class Simulation:
         self.shapes = {p.topology: (p.size, p.chips) for p in pools}
         self.cluster = c = Cluster(self.engine, s.timings, pools)
         self.metrics = m = Recorder(
-            high_priority=s.top_priority, total_chips=sum(p.chips for p in pools), start=s.measure_from
+            high_priority=s.top_priority,
+            total_chips=sum(p.chips for p in pools),
+            start=s.measure_from,
+            settle_s=s.timings.incident_settle_s,
         )
         self.jobsets = JobSetController(c, m, release=self._release)
         self.kueue = Kueue(
-            c, s.queues, start=self.jobsets.start, evict=self.jobsets.suspend, on_preempt=m.kueue_preempted
+            c,
+            s.queues,
+            start=self.jobsets.start,
+            evict=self.jobsets.suspend,
+            on_preempt=m.kueue_preempted,
+            tas=policy.tas,
         )
+        self.jobsets.ready_listeners.append(self.kueue.ready_changed)
         self.scheduler = Scheduler(
             c, random.Random(f"scheduler:{s.seed}"), on_preempt=m.scheduler_preempted, on_hazard=self._hazard
         )
@@ -115,13 +131,24 @@ class Simulation:
             s.trace,
             seed=s.seed,
             node_died=self.jobsets.node_died,
-            observer=Observer(failed=m.node_failed, absorbed=m.failure_absorbed, repair=m.repair),
+            observer=Observer(failed=self._incident, absorbed=m.failure_absorbed, repair=m.repair),
             target=self._top_node,
+            save_checkpoint=self.jobsets.save_checkpoint,
+            toleration_s=policy.toleration_s(s.timings),
         )
         c.occupancy_listeners.append(self._occupied)
         for spec in s.workloads:
             self.engine.at(spec.submit_at, "submit", self._submit, spec)
-        policy.attach(c, self.jobsets.last_checkpoint_time)
+        policy.attach(c, self.jobsets.last_checkpoint_time, self.kueue)
+
+    def _incident(self, now: float, node: SimNode, kind: str) -> None:
+        """An incident hit ``node``: every JobSet with a pod of its current attempt there is touched."""
+        self.metrics.node_failed(now, node, kind)
+        for key in sorted(node.holders):
+            pod = self.cluster.pods[key]
+            w = self.cluster.workloads.get(pod.workload)
+            if w is not None and pod.attempt == w.attempt:
+                self.metrics.incident(now, w, kind)
 
     def _submit(self, spec: WorkloadSpec) -> None:
         if spec.topology not in self.shapes:
@@ -199,5 +226,23 @@ def run(scenario: Scenario, policy: Policy, *, record: bool = False) -> Result:
 
 
 def compare(scenario: Scenario, *, verify_idle: bool = False) -> tuple[Result, Result]:
-    """Baseline and controller on the same scenario (same trace, same seed)."""
+    """The recipe and the controller on the same scenario (same trace, same seed)."""
     return run(scenario, Baseline()), run(scenario, Hotswap(scenario.settings, verify_idle=verify_idle))
+
+
+POLICIES = ("recipe", "kueue_tas", "hotswap")
+
+
+def make_policy(name: str, scenario: Scenario, *, verify_idle: bool = False) -> Policy:
+    if name == "recipe":
+        return Baseline()
+    if name == "kueue_tas":
+        return KueueTas()
+    if name == "hotswap":
+        return Hotswap(scenario.settings, verify_idle=verify_idle)
+    raise ValueError(f"unknown policy {name!r}; known: {', '.join(POLICIES)}")
+
+
+def compare_all(scenario: Scenario, *, verify_idle: bool = False) -> dict[str, Result]:
+    """All three policies on the same scenario (same trace, same seed)."""
+    return {name: run(scenario, make_policy(name, scenario, verify_idle=verify_idle)) for name in POLICIES}

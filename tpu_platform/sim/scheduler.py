@@ -1,5 +1,13 @@
 """kube-scheduler with JobSet exclusive placement (topology key: the node pool).
 
+Sources: kubernetes-sigs/jobset v0.12.0 ``pkg/webhooks/pod_webhook.go`` (``setExclusiveAffinities``:
+anti-affinity to pods of other Jobs of the same priority; ``setNodeSelector``: followers pinned to the
+leader's topology; ``ValidateCreate``/``leaderPodScheduled``: followers only after the leader is
+scheduled); kubernetes/kubernetes ``pkg/scheduler/framework/plugins/defaultpreemption/
+default_preemption.go`` (``SelectVictimsOnNode``) and ``pkg/scheduler/framework/preemption/
+preemption.go`` (``pickOneNodeForPreemption``, the nominated node). Terminating pods still count for
+inter-pod anti-affinity and hold their node's chips until they are gone.
+
 - A leader (pod index 0) may go to any free, usable node of a pool of its topology that holds no pod of
   another Job *of the same priority* (JobSet's priority-scoped anti-affinity). It does not check that
   the rest of the pool is healthy: on a broken multi-host pool it can land on a healthy-looking node
@@ -134,9 +142,11 @@ class Scheduler:
         self.c.bind(pod, node)
 
     def _broken(self, pool_name: str) -> bool:
-        """A node of the pool is dead or NotReady (a pool merely still registering is not broken)."""
+        """A node of the pool is dead, NotReady or without its chips (a pool merely still registering is
+        not broken)."""
         return any(
-            not self.c.nodes[n].alive or not self.c.nodes[n].ready for n in self.c.pools[pool_name].nodes
+            not self.c.nodes[n].alive or not self.c.nodes[n].ready or not self.c.nodes[n].chips_ok
+            for n in self.c.pools[pool_name].nodes
         )
 
     def _preempt(self, pod: SimPod, pools: list[str], v: _View) -> bool:

@@ -1,9 +1,10 @@
 """``tpu-platform whatif <stack>``: what happens to this stack's work if a slice fails?
 
 Builds the stack's fleet and queues, a plausible workload mix (or the JobSets of ``--workloads``),
-fails one node at ``--at`` seconds, and runs the scheduler-only recipe and the hotswap controller on
-the same trace. Prints the MTTR of every high-priority JobSet hit and the work lower-priority JobSets
-lost, and writes a timeline picture (one panel per policy).
+fails one node at ``--at`` seconds, and runs the guide's recipe, the ``kueue_tas`` setup and the hotswap
+controller on the same trace. Prints when every high-priority JobSet hit has its pods Running again
+and is back where it was, the work lower-priority JobSets lost, and writes a timeline picture (one
+row per policy, zoomed around the incident, only the slices that change).
 """
 
 from __future__ import annotations
@@ -18,7 +19,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from tpu_platform.sim.run import Result
 
-HELP = "simulate a slice failure in a stack: MTTR and work lost, scheduler-only vs. the hotswap controller"
+HELP = (
+    "simulate a slice failure in a stack: recovery and work lost under the recipe, Kueue's own recovery "
+    "and the hotswap controller"
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -66,11 +70,12 @@ def run(args: argparse.Namespace) -> int:
     from tpu_platform.config import StackConfigError
     from tpu_platform.hotswap.core import SettingsError
     from tpu_platform.plan.stacks import STACKS_DIR, load_stack_config, parse_stack_config, stack_file
+    from tpu_platform.sim.failures import HOST_DEATH
     from tpu_platform.sim.infra import Failure
     from tpu_platform.sim.model import PREEMPTIONS
-    from tpu_platform.sim.params import floor_seconds
-    from tpu_platform.sim.run import compare, stack_scenario
-    from tpu_platform.sim.timeline import draw
+    from tpu_platform.sim.params import floor_seconds, restart_seconds
+    from tpu_platform.sim.run import POLICIES, compare_all, stack_scenario
+    from tpu_platform.sim.timeline import draw, windows_for
     from tpu_platform.sim.workload import load_workload_file
 
     try:
@@ -92,14 +97,16 @@ def run(args: argparse.Namespace) -> int:
     failure = Failure(args.at, node, back_after=args.reboot)
     scenario = replace(scenario, trace=(failure,))
     try:
-        base, hot = compare(scenario)
+        results = compare_all(scenario)
     except ValueError as err:
         print(f"whatif {args.stack}: {err}", file=sys.stderr)
         return 2
+    ordered = [results[name] for name in POLICIES]
+    base = results["recipe"]
 
     t = scenario.timings
     end = args.at + args.after
-    floor = floor_seconds(t, scenario.settings.unhealthy_after_seconds)
+    floor = floor_seconds(t, HOST_DEATH)
     hit = base.metrics.failures[0] if base.metrics.failures else None
     if hit is None:
         print(
@@ -114,46 +121,56 @@ def run(args: argparse.Namespace) -> int:
         + (f" and reboots after {args.reboot:.0f}s" if args.reboot else ", dead until GKE repairs the slice")
     )
     print(
-        f"physical floor {floor:.0f}s = NotReady {t.node_monitor_grace_s:.0f}s + T_bad "
-        f"{scenario.settings.unhealthy_after_seconds:.0f}s + one JobSet restart "
-        f"{floor - t.node_monitor_grace_s - scenario.settings.unhealthy_after_seconds:.0f}s"
+        f"floor {floor:.0f}s = NotReady {t.node_monitor_grace_s:.0f}s + one unobstructed restart "
+        f"{restart_seconds(t):.0f}s (a victim's drain, new Jobs, scheduling, container start); training "
+        f"resumes {t.compile_s + t.restore_s:.0f}s later (compile + restore) and then redoes the work since "
+        "its last checkpoint"
     )
+    width = 22
     print()
-    print(f"{'MTTR of high-priority JobSets hit':48} {'baseline':>24} {'hotswap':>24}")
-    keys = sorted({e.workload for r in (base, hot) for e in r.metrics.episodes})
+    print(f"{'high-priority JobSets hit: pods Running':48}" + "".join(f"{n:>{width}}" for n in POLICIES))
+    keys = sorted({e.workload for r in ordered for e in r.metrics.episodes})
     for key in keys:
-        print(f"  {key:46} {_mttr(base, key, end):>24} {_mttr(hot, key, end):>24}")
+        print(f"  {key:46}" + "".join(f"{_mttr(r, key, end):>{width}}" for r in ordered))
+    print(
+        f"{'  training back where it was':48}"
+        + "".join(f"{_resumed(r, keys[0], end) if keys else '-':>{width}}" for r in ordered)
+    )
     if not keys:
         print("  (none: the failed slice ran no high-priority JobSet)")
     print()
-    print(f"{'work lost by lower-priority JobSets (chip-h)':48} {'baseline':>24} {'hotswap':>24}")
+    print(f"{'work lost by lower-priority JobSets (chip-h)':48}" + "".join(f"{n:>{width}}" for n in POLICIES))
     top = scenario.top_priority
-    victims = sorted({x.workload for r in (base, hot) for x in r.metrics.losses if x.priority < top})
+    victims = sorted({x.workload for r in ordered for x in r.metrics.losses if x.priority < top})
     for key in victims:
-        print(f"  {key:46} {_lost(base, key):>24} {_lost(hot, key):>24}")
+        print(f"  {key:46}" + "".join(f"{_lost(r, key):>{width}}" for r in ordered))
     if not victims:
         print("  (none)")
-    for r in (base, hot):
+    for r in ordered:
         pre = sum(v for cause, v in r.summary.lost_chip_hours.items() if cause in PREEMPTIONS)
         print(
             f"  {r.policy}: {r.summary.low_priority_lost_chip_hours:.1f} chip-h lost "
             f"({pre:.1f} by preemption), {r.summary.hazards} leader(s) placed on a broken slice"
         )
     path = args.out / f"whatif-{args.stack}.png"
-    draw(
-        [base, hot],
-        path,
-        start=max(0.0, args.at - 300.0),
-        end=args.at + args.after,
-        origin=args.at,
-        titles=[
-            f"scheduler-only recipe (baseline): MTTR {_mttr(base, keys[0], end) if keys else '-'}",
-            f"hotswap controller: MTTR {_mttr(hot, keys[0], end) if keys else '-'}",
-        ],
-    )
+    titles = {
+        "recipe": "the guide's recipe (scheduler only)",
+        "kueue_tas": "Kueue 0.19 TAS + FailFast + FailureRecoveryPolicy",
+        "hotswap": "hotswap controller",
+    }
+    draw(ordered, path, windows=windows_for(ordered), titles=[titles[n] for n in POLICIES])
     print()
     print(f"timeline: {path}")
     return 0
+
+
+def _resumed(r: Result, key: str, end: float) -> str:
+    eps = [e for e in r.metrics.episodes if e.workload == key]
+    if not eps:
+        return "not hit"
+    if any(e.end is None for e in eps):
+        return f">{_duration(end - eps[0].start)}"
+    return _duration(sum(e.resumed_seconds or 0.0 for e in eps))
 
 
 def _mttr(r: Result, key: str, end: float) -> str:
