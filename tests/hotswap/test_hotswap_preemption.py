@@ -24,8 +24,14 @@ from tpu_platform.hotswap.core import (
     select_victims,
     work_lost_seconds,
 )
-from tpu_platform.hotswap.core.builders import make_jobset, make_nodes, make_pools, pending_pods, running_pods
 from tpu_platform.hotswap.core.health import OWN_TAINT
+from tpu_platform.testing.hotswap_builders import (
+    make_jobset,
+    make_nodes,
+    make_pools,
+    pending_pods,
+    running_pods,
+)
 
 NOW = 100_000.0
 HIGH = 2_000_000

@@ -45,13 +45,12 @@ Settings
     errors raise :class:`SettingsError` naming the field.
 
 Helpers
-    :func:`apply_actions` (reference semantics of actions on a snapshot), the ``builders`` module
-    (``make_pool``, ``make_pools``, ``make_nodes``, ``fail_node``, ``heal_node``, ``make_jobset``,
-    ``running_pods``, ``pending_pods``), :func:`is_managed`, :func:`is_preemptible`,
+    :func:`apply_actions` (reference semantics of actions on a snapshot), :func:`is_managed`,
+    :func:`is_preemptible`,
     :func:`select_victims`, :func:`work_lost_seconds`.
 """
 
-from tpu_platform.hotswap.core import builders, constants
+from tpu_platform.hotswap.core import constants
 from tpu_platform.hotswap.core.actions import (
     Action,
     AnnotateJobSet,
@@ -123,7 +122,6 @@ __all__ = [
     "Taint",
     "action_sort_key",
     "apply_actions",
-    "builders",
     "constants",
     "decide",
     "format_time",

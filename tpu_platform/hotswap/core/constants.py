@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from tpu_platform.hotswap.core.taint import Taint
+
 DOMAIN: Final = "tpu-platform.dev"
 
 # --- opt-in contract (on the JobSet object) --------------------------------------------------------
@@ -62,6 +64,8 @@ NODEPOOL_LABEL: Final = "cloud.google.com/gke-nodepool"
 TPU_ACCELERATOR_LABEL: Final = "cloud.google.com/gke-tpu-accelerator"
 TPU_TOPOLOGY_LABEL: Final = "cloud.google.com/gke-tpu-topology"
 TPU_RESOURCE: Final = "google.com/tpu"
+GKE_TPU_TAINT: Final = Taint(key=TPU_RESOURCE, effect="NoSchedule", value="present")
+"""The taint GKE puts on every TPU node (only pods that tolerate it, i.e. TPU workloads, land there)."""
 NOT_READY_TAINT: Final = "node.kubernetes.io/not-ready"
 UNREACHABLE_TAINT: Final = "node.kubernetes.io/unreachable"
 IMPENDING_TERMINATION_TAINT: Final = "cloud.google.com/impending-node-termination"

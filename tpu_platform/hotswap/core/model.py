@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from tpu_platform.hotswap.core import constants as k
+from tpu_platform.hotswap.core.taint import Taint
 
 
 def topology_chips(topology: str) -> int:
@@ -20,15 +21,6 @@ def topology_chips(topology: str) -> int:
     except ValueError:
         return 0
     return math.prod(dims) if dims and all(d > 0 for d in dims) else 0
-
-
-@dataclass(frozen=True, slots=True)
-class Taint:
-    key: str
-    effect: str = "NoSchedule"
-    value: str = ""
-    time_added: float | None = None
-    """Only NoExecute taints carry it in Kubernetes."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ from tpu_platform.hotswap.core.model import (
     topology_chips,
 )
 
-GKE_TPU_TAINT = Taint(key=k.TPU_RESOURCE, effect="NoSchedule", value="present")
+GKE_TPU_TAINT = k.GKE_TPU_TAINT
 
 
 def make_pool(
