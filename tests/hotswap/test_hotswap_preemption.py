@@ -70,7 +70,7 @@ def victims(snap: Snapshot, settings: Settings | None = None) -> list[tuple[str,
 
 def test_picks_the_victim_that_loses_the_least_work() -> None:
     fresh = make_jobset("fresh-ckpt", priority=LOW, last_checkpoint=NOW - 60)
-    stale = make_jobset("stale-ckpt", priority=LOW - 10, last_checkpoint=NOW - 3000)
+    stale = make_jobset("stale-ckpt", priority=LOW, last_checkpoint=NOW - 3000)
     high = make_jobset("high", priority=HIGH)
     d = decide(cluster(2, [(fresh, [0]), (stale, [1])], [high]))
     assert [p.victims for p in d.preemptions] == [("default/fresh-ckpt",)]

@@ -4,8 +4,9 @@ kube-scheduler preempts pod by pod on one node; it cannot free a multi-host slic
 JobSet loses the least work, and JobSet then restarts the victim against its maxRestarts. Here a
 beneficiary (a managed JobSet whose pods have been unschedulable for a while, with no nomination in
 flight) gets whole slices of its shape from strictly lower-priority managed JobSets, choosing the set
-of victims that loses the least work, then the fewest victims, then the fewest slices, and never more
-victims than needed (no victim can be dropped from the chosen set).
+of victims whose highest priority is lowest, then that loses the least work, then the fewest victims,
+then the fewest slices, and never more victims than needed (no victim can be dropped from the chosen
+set).
 
 Capacity already on its way counts first, so nothing is preempted while it is not needed:
 free healthy pools, free pools about to finish recovering, pools draining from a restarting
@@ -91,34 +92,90 @@ def restart_budget_left(js: JobSet) -> bool:
     return js.disruption_ignores_max_restarts or js.restarts < js.max_restarts
 
 
-def _order(c: Candidate) -> tuple[int, int, int, str]:
-    return (c.cost, c.priority, -len(c.pools), c.key)
+def _order(c: Candidate) -> tuple[int, int, str]:
+    """Within one priority level: least work lost, then fewest slices (a bigger victim than needed
+    leaves freed slices idle), then name for determinism."""
+    return (c.cost, len(c.pools), c.key)
+
+
+def set_rank(chosen: Iterable[Candidate]) -> tuple[int, int, int, int]:
+    """How a victim set is judged, smallest best: the lowest highest priority harmed, then least work
+    lost, then fewest victims, then fewest slices freed.
+
+    kube-scheduler takes the node whose highest-priority victim has the lowest priority (after PDB
+    violations; kubernetes/kubernetes ``pkg/scheduler/framework/preemption/preemption.go``,
+    ``pickOneNodeForPreemption``) and Kueue preempts lower priorities first
+    (https://kueue.sigs.k8s.io/docs/concepts/preemption/); taking a higher-priority victim because it
+    loses less work would let its restart preempt the lower one too."""
+    items = tuple(chosen)
+    return (
+        max((c.priority for c in items), default=-(2**63)),
+        sum(c.cost for c in items),
+        len(items),
+        sum(len(c.pools) for c in items),
+    )
 
 
 def select_victims(candidates: Iterable[Candidate], need: int) -> tuple[Candidate, ...] | None:
-    """Cheapest set freeing at least ``need`` slices: min (work lost, victims, slices), then order.
+    """Best set freeing at least ``need`` slices by :func:`set_rank`; None if all together free fewer.
 
-    0/1 covering knapsack by dynamic programming over slices still needed (``need`` is small: the
-    slices of one JobSet). Only the cheapest ceil(need/f) candidates freeing f slices can ever be
-    used, so the rest are pruned first; the cost stays linear in the number of candidates.
-    Returns None if all candidates together free fewer than ``need`` slices.
+    The highest priority in the best set is the lowest priority level P at which the candidates of
+    priority <= P can free ``need`` slices at all; among those candidates the set is a 0/1 covering
+    knapsack over the slices still needed (``need`` is small: the slices of one JobSet), minimising
+    (work lost, victims, slices). A best set never holds more than ceil(need/f) candidates freeing f
+    slices (each victim is necessary), so only that many of the best per size are kept; the cost stays
+    linear in the number of candidates.
     """
     if need <= 0:
         return ()
-    kept: list[Candidate] = []
-    per_size: dict[int, int] = {}
-    for c in sorted(candidates, key=_order):
-        f = min(len(c.pools), need)
-        if f <= 0:
-            continue
-        if per_size.get(f, 0) < -(-need // f):
-            per_size[f] = per_size.get(f, 0) + 1
-            kept.append(c)
-    return _cover(kept, need)
+    by_level: dict[int, list[Candidate]] = {}
+    for c in candidates:
+        if c.pools:
+            by_level.setdefault(c.priority, []).append(c)
+    pruned = _Pruned(need)
+    for level in sorted(by_level):
+        for c in sorted(by_level[level], key=_order):
+            pruned.offer(c)
+        if pruned.capacity() >= need:
+            return _cover(pruned.kept(), need)
+    return None
+
+
+class _Pruned:
+    """The best ceil(need/f) candidates per slices-freed f (capped at ``need``), by :func:`_order`.
+
+    Candidates are offered level by level; a later level's candidate can still displace an earlier
+    one of the same size if it loses less work (both are at most the final level P)."""
+
+    __slots__ = ("_by_size", "_need")
+
+    def __init__(self, need: int) -> None:
+        self._need = need
+        self._by_size: dict[int, list[Candidate]] = {}
+
+    def offer(self, c: Candidate) -> None:
+        f = min(len(c.pools), self._need)
+        limit = -(-self._need // f)
+        items = self._by_size.setdefault(f, [])
+        if len(items) < limit:
+            items.append(c)
+        elif _order(c) < _order(items[-1]):
+            items[-1] = c
+        else:
+            return
+        items.sort(key=_order)
+
+    def capacity(self) -> int:
+        return sum(f * len(items) for f, items in self._by_size.items())
+
+    def kept(self) -> list[Candidate]:
+        return sorted(
+            (c for items in self._by_size.values() for c in items), key=lambda c: (c.priority, *_order(c))
+        )
 
 
 def _cover(kept: list[Candidate], need: int) -> tuple[Candidate, ...] | None:
-    """The DP of :func:`select_victims` over already pruned candidates in :func:`_order`."""
+    """The DP of :func:`select_victims`: min (work lost, victims, slices) over sets of ``kept``."""
     # best[j]: (cost, victims, slices, indices) of the best set freeing at least j slices.
     best: list[tuple[int, int, int, tuple[int, ...]] | None] = [None] * (need + 1)
     best[0] = (0, 0, 0, ())
@@ -139,47 +196,36 @@ def _cover(kept: list[Candidate], need: int) -> tuple[Candidate, ...] | None:
     return tuple(kept[i] for i in final[3])
 
 
-class _Queue:
-    """One shape's candidates, sorted once and grouped by slices freed, shared by all beneficiaries.
-
-    Beneficiaries come highest priority first and the pools and victims they take stay taken, so a
-    candidate that is not eligible for one beneficiary is not eligible for any later one: it is
-    unlinked the first time it is seen, and each beneficiary looks at no more candidates than
-    :func:`select_victims` would keep after pruning (plus those it unlinks).
-    """
+class _Level:
+    """One priority level's candidates, sorted once and grouped by slices freed, with dead ones
+    unlinked the first time they are seen."""
 
     __slots__ = ("_head", "_items", "_next")
 
     def __init__(self, candidates: Iterable[Candidate]) -> None:
         by_size: dict[int, list[Candidate]] = {}
         for c in sorted(candidates, key=_order):
-            if c.pools:
-                by_size.setdefault(len(c.pools), []).append(c)
+            by_size.setdefault(len(c.pools), []).append(c)
         self._items = {size: by_size[size] for size in sorted(by_size)}
         self._next = {size: list(range(1, len(items) + 1)) for size, items in self._items.items()}
         self._head = dict.fromkeys(self._items, 0)
 
-    def select(
-        self, need: int, *, alive: Callable[[Candidate], bool], skip: Callable[[Candidate], bool]
-    ) -> tuple[Candidate, ...] | None:
-        """Same result as ``select_victims`` over the candidates that are ``alive`` and not ``skip``ped.
+    def empty(self) -> bool:
+        return all(self._head[size] >= len(items) for size, items in self._items.items())
 
-        ``alive`` must stay false once false for every later call (they are unlinked); ``skip`` only
-        applies to this call.
-        """
-        if need <= 0:
-            return ()
-        kept: list[Candidate] = []
-        largest: list[Candidate] = []
+    def offer_to(
+        self,
+        pruned: _Pruned,
+        need: int,
+        alive: Callable[[Candidate], bool],
+        skip: Callable[[Candidate], bool],
+    ) -> None:
+        """Offer the few candidates per size that can matter: ceil(need/size) below ``need``, and
+        the best one of each size at or above it."""
         for size in self._items:
-            if size < need:
-                kept.extend(self._first(size, -(-need // size), alive, skip))
-            else:
-                largest.extend(self._first(size, 1, alive, skip))
-        if largest:
-            kept.append(min(largest, key=_order))
-        kept.sort(key=_order)
-        return _cover(kept, need)
+            count = -(-need // size) if size < need else 1
+            for c in self._first(size, count, alive, skip):
+                pruned.offer(c)
 
     def _first(
         self, size: int, count: int, alive: Callable[[Candidate], bool], skip: Callable[[Candidate], bool]
@@ -199,6 +245,44 @@ class _Queue:
                 nxt[prev] = nxt[i]
             i = nxt[i]
         return out
+
+
+class _Queue:
+    """One shape's candidates, sorted once by priority level, shared by all beneficiaries.
+
+    Beneficiaries come highest priority first and the pools and victims they take stay taken, so a
+    candidate that is not eligible for one beneficiary is not eligible for any later one: it is
+    unlinked the first time it is seen, and each beneficiary looks at no more candidates per level
+    than :func:`select_victims` would keep after pruning (plus those it unlinks). Levels are few
+    (one per PriorityClass in use).
+    """
+
+    __slots__ = ("_levels",)
+
+    def __init__(self, candidates: Iterable[Candidate]) -> None:
+        by_level: dict[int, list[Candidate]] = {}
+        for c in candidates:
+            if c.pools:
+                by_level.setdefault(c.priority, []).append(c)
+        self._levels = [(level, _Level(by_level[level])) for level in sorted(by_level)]
+
+    def select(
+        self, need: int, *, alive: Callable[[Candidate], bool], skip: Callable[[Candidate], bool]
+    ) -> tuple[Candidate, ...] | None:
+        """Same result as ``select_victims`` over the candidates that are ``alive`` and not ``skip``ped.
+
+        ``alive`` must stay false once false for every later call (they are unlinked); ``skip`` only
+        applies to this call.
+        """
+        if need <= 0:
+            return ()
+        pruned = _Pruned(need)
+        for _, level in self._levels:
+            level.offer_to(pruned, need, alive, skip)
+            if pruned.capacity() >= need:
+                return _cover(pruned.kept(), need)
+        self._levels = [(p, level) for p, level in self._levels if not level.empty()]
+        return None
 
 
 def read_reservations(idx: ClusterIndex, settings: Settings, now: float) -> dict[str, Reservation]:
