@@ -76,5 +76,8 @@ SCHEDULED_MAINTENANCE_LABEL: Final = "cloud.google.com/scheduled-maintenance-tim
 
 # --- JobSet labels on pods -------------------------------------------------------------------------
 JOBSET_NAME_LABEL: Final = "jobset.sigs.k8s.io/jobset-name"
+JOBSET_UID_LABEL: Final = "jobset.sigs.k8s.io/jobset-uid"
+"""Set by the JobSet controller on its Jobs' pods (JobSet v0.12.0 ``api/jobset/v1alpha2/jobset_types.go``
+``JobSetUIDKey``; ``pkg/controllers/jobset_controller.go`` ``labelAndAnnotateObject``)."""
 JOB_NAME_LABEL: Final = "batch.kubernetes.io/job-name"
 LEGACY_JOB_NAME_LABEL: Final = "job-name"

@@ -20,10 +20,11 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from tpu_platform.hotswap.core import constants as k
+from tpu_platform.hotswap.core import inputs
 from tpu_platform.hotswap.core.actions import AnnotateJobSet, EmitEvent, EvictionCause, EvictPod
 from tpu_platform.hotswap.core.health import PoolState, PoolStatus
 from tpu_platform.hotswap.core.index import ClusterIndex
-from tpu_platform.hotswap.core.model import PENDING, JobSet, Pod, is_preemptible
+from tpu_platform.hotswap.core.model import PENDING, JobSet, NodePool, Pod, is_preemptible
 from tpu_platform.hotswap.core.settings import Settings
 from tpu_platform.hotswap.core.timeutil import format_time, parse_time
 
@@ -285,14 +286,29 @@ class _Queue:
         return None
 
 
-def read_reservations(idx: ClusterIndex, settings: Settings, now: float) -> dict[str, Reservation]:
+RESERVATION_CLOCK_SKEW_SECONDS = 2.0
+"""A ``preempted-at`` later than now by more than this is ignored: only a forger (or a broken clock)
+writes a time in the future, and honouring one would hold a pool for as long as the forger likes."""
+MAX_RESERVED_POOLS = 64
+"""Pools read from one ``preempted-pools`` value, at most (a victim frees at most its own slices)."""
+
+
+def read_reservations(
+    idx: ClusterIndex, settings: Settings, now: float, notes: list[str] | None = None
+) -> dict[str, Reservation]:
     """Pools freed by earlier preemptions that are still on their way to the beneficiary.
 
     A reservation holds while younger than the settle time, or while the victim's pods from before
     the preemption are still on the pool (draining; their eviction may also have been refused).
+
+    Only a record the controller could have written counts: on a managed JobSet (the only kind it
+    preempts), naming an existing managed beneficiary of strictly higher priority and the same slice
+    shape, at a time not in the future, for pools of the victim's shape and no more of them than the
+    victim has slices. The admission policy keeps anyone else from writing these annotations; these
+    checks keep a record that got past it anyway from steering decisions.
     """
     out: dict[str, Reservation] = {}
-    for js in idx.jobsets.values():
+    for key, js in idx.jobsets.items():
         ann = js.annotations
         beneficiary = ann.get(k.PREEMPTED_FOR_ANNOTATION) if ann else None
         if not beneficiary:
@@ -300,9 +316,19 @@ def read_reservations(idx: ClusterIndex, settings: Settings, now: float) -> dict
         at = parse_time(ann.get(k.PREEMPTED_AT_ANNOTATION))
         if at is None:
             continue
-        for pool in filter(None, (p.strip() for p in ann.get(k.PREEMPTED_POOLS_ANNOTATION, "").split(","))):
-            if pool not in idx.pools:
-                continue
+        why = _forged(idx, js, beneficiary, at, now)
+        if why:
+            if notes is not None:
+                notes.append(f"{key}: preemption record ignored ({why})")
+            continue
+        named = ann.get(k.PREEMPTED_POOLS_ANNOTATION, "")[: MAX_RESERVED_POOLS * 64].split(",")
+        pools = [p.strip() for p in named[:MAX_RESERVED_POOLS] if p.strip()]
+        pools = [
+            p
+            for p in pools
+            if p in idx.pools and (idx.pools[p].accelerator, idx.pools[p].topology) == _shape(js)
+        ]
+        for pool in sorted(set(pools))[: js.slices]:
             old_pods = any(
                 p.jobset == js.key and (p.terminating or p.created <= at) for p in idx.pods_by_pool[pool]
             )
@@ -311,6 +337,28 @@ def read_reservations(idx: ClusterIndex, settings: Settings, now: float) -> dict
                 if prev is None or prev.at < at:
                     out[pool] = Reservation(pool, beneficiary, js.key, at)
     return out
+
+
+def _shape(js: JobSet) -> Shape:
+    return (js.accelerator, js.topology)
+
+
+def _pool_shape(pool: NodePool) -> Shape:
+    return (pool.accelerator, pool.topology)
+
+
+def _forged(idx: ClusterIndex, victim: JobSet, beneficiary: str, at: float, now: float) -> str:
+    """Why this preemption record cannot be one the controller wrote ('' if it can be)."""
+    if victim.key not in idx.managed:
+        return "not a managed JobSet"
+    if at > now + RESERVATION_CLOCK_SKEW_SECONDS:
+        return "preempted-at is in the future"
+    other = idx.jobsets.get(beneficiary)
+    if other is None or beneficiary not in idx.managed:
+        return f"beneficiary {beneficiary[:80]!r} is not a managed JobSet"
+    if other.priority <= victim.priority or _shape(other) != _shape(victim):
+        return "beneficiary is not of higher priority and the same slice shape"
+    return ""
 
 
 @dataclass(slots=True)
@@ -361,8 +409,10 @@ def _beneficiaries(idx: ClusterIndex, settings: Settings, now: float, notes: lis
             notes.append(f"{key}: kube-scheduler is already preempting (nominatedNodeName set); not acting")
             continue
         jobs = set(pending) - set(placed)
+        # Never more slices than the JobSet's replicas, however many pods claim to be its own.
+        missing = min(len(jobs), max(0, js.slices - len(placed)))
         partial_pools = frozenset(pool for job in pending if job in placed for pool in placed[job])
-        out.append(_Beneficiary(js, len(jobs), min(pending.values()), frozenset(own_pools), partial_pools))
+        out.append(_Beneficiary(js, missing, min(pending.values()), frozenset(own_pools), partial_pools))
     out.sort(key=lambda b: (-b.js.priority, b.waiting_since, b.js.key))
     return out
 
@@ -377,7 +427,7 @@ def plan_preemptions(
     """Decide preemptions; ``failing`` are JobSets already restarting or being failed fast now."""
     plan = PreemptionPlan([], [], [], [], [])
     benes = _beneficiaries(idx, settings, now, plan.notes)
-    reservations = read_reservations(idx, settings, now)
+    reservations = read_reservations(idx, settings, now, plan.notes)
     active = {b.js.key for b in benes}
     _continue_reservations(idx, reservations, active, plan)
     if not benes:
@@ -592,7 +642,7 @@ def _candidates(
             or key in reserved_victims
             or js.suspended
             or js.finished
-            or not is_preemptible(js)
+            or not is_preemptible(js, settings.opt_out_namespaces)
         ):
             continue
         if settings.protect_restart_budget and not restart_budget_left(js):
@@ -719,7 +769,8 @@ def _continue_reservations(
 
 
 def _int(text: str | None) -> int:
+    """The previous preemption count; anything but a bounded count restarts it from 0."""
     try:
-        return int(text) if text else 0
-    except ValueError:
+        return inputs.integer(text, reason="preemption-count", low=0, high=inputs.INT32_MAX, default=0)
+    except inputs.InputError:
         return 0
