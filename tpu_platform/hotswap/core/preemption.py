@@ -303,9 +303,10 @@ def read_reservations(
 
     Only a record the controller could have written counts: on a managed JobSet (the only kind it
     preempts), naming an existing managed beneficiary of strictly higher priority and the same slice
-    shape, at a time not in the future, for pools of the victim's shape and no more of them than the
-    victim has slices. The admission policy keeps anyone else from writing these annotations; these
-    checks keep a record that got past it anyway from steering decisions.
+    shape that still has pods waiting, at a time not in the future, for pools of the victim's shape
+    (no more of them than the victim has slices) that no third workload holds. The admission policy
+    keeps anyone else from writing these annotations; these checks keep a record that got past it
+    anyway from steering decisions.
     """
     out: dict[str, Reservation] = {}
     for key, js in idx.jobsets.items():
@@ -329,6 +330,11 @@ def read_reservations(
             if p in idx.pools and (idx.pools[p].accelerator, idx.pools[p].topology) == _shape(js)
         ]
         for pool in sorted(set(pools))[: js.slices]:
+            if any(
+                p.uses_accelerator and not p.terminating and p.jobset not in (js.key, beneficiary)
+                for p in idx.pods_by_pool[pool]
+            ):
+                continue  # a third workload holds the pool: nothing is on its way to the beneficiary
             old_pods = any(
                 p.jobset == js.key and (p.terminating or p.created <= at) for p in idx.pods_by_pool[pool]
             )
@@ -358,6 +364,8 @@ def _forged(idx: ClusterIndex, victim: JobSet, beneficiary: str, at: float, now:
         return f"beneficiary {beneficiary[:80]!r} is not a managed JobSet"
     if other.priority <= victim.priority or _shape(other) != _shape(victim):
         return "beneficiary is not of higher priority and the same slice shape"
+    if not any(p.node is None and not p.terminating for p in idx.pods_of(beneficiary)):
+        return "beneficiary is not waiting for slices"
     return ""
 
 
