@@ -9,6 +9,7 @@ made the controller take a third team's JobSet, and bare pods with a JobSet's na
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from tests.hotswap.hotswap_fakes import FakeApi, jobset_obj, node_obj, pod_obj
 from tpu_platform.hotswap.adapter.config import Config, RuntimeConfig
@@ -103,7 +104,7 @@ def run_once(api: FakeApi, metrics: Metrics | None = None, settings: Settings | 
     return c
 
 
-def _events(api: FakeApi, reason: str) -> list[dict[str, object]]:
+def _events(api: FakeApi, reason: str) -> list[dict[str, Any]]:
     return [w[2] for w in api.writes() if w[0] == "create_event" and w[2]["reason"] == reason]
 
 
@@ -363,7 +364,7 @@ def test_the_core_refuses_non_finite_and_unbounded_values_from_any_snapshot() ->
         {"slices": 10**12},
         {"priority": 2**80},
     ):
-        low = replace(make_jobset("low", priority=LOW), **bad)  # type: ignore[arg-type]
+        low = replace(make_jobset("low", priority=LOW), **bad)
         pods = [
             *running_pods(replace(low, topology="4x4"), [pools[1]], nodes, started=NOW - 3000),
             *pending_pods(high, unschedulable_since=NOW - 60),
