@@ -36,15 +36,11 @@ def test_rbac_is_exactly_the_least_privilege_table() -> None:
         (tuple(r["apiGroups"]), tuple(r["resources"])): set(r["verbs"]) for r in deploy.cluster_role_rules()
     }
     assert rules == {
-        (("",), ("nodes",)): {"get", "list", "watch", "patch"},
-        (("",), ("pods",)): {"get", "list", "watch", "delete"},
+        (("",), ("nodes",)): {"list", "watch", "patch"},
+        (("",), ("pods",)): {"list", "watch", "delete"},
         (("",), ("pods/eviction",)): {"create"},
-        (("jobset.x-k8s.io",), ("jobsets",)): {"get", "list", "watch", "patch"},
-        (("batch",), ("jobs",)): {"get", "list", "watch"},
-        (("kueue.x-k8s.io",), ("workloads", "clusterqueues")): {"get", "list", "watch"},
-        (("scheduling.k8s.io",), ("priorityclasses",)): {"get", "list", "watch"},
-        (("policy",), ("poddisruptionbudgets",)): {"get", "list", "watch"},
-        (("", "events.k8s.io"), ("events",)): {"create", "patch"},
+        (("jobset.x-k8s.io",), ("jobsets",)): {"list", "watch", "patch"},
+        (("events.k8s.io",), ("events",)): {"create"},
     }
     assert deploy.role_rules() == [
         {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update"]}
@@ -161,7 +157,7 @@ def test_node_lease_rules_only_when_the_lease_signal_is_on() -> None:
     assert deploy.node_lease_role_rules(None) == []
     assert deploy.node_lease_role_rules({"lease_stale_seconds": 0}) == []
     assert deploy.node_lease_role_rules({"lease_stale_seconds": 20}) == [
-        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "list", "watch"]}
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["list", "watch"]}
     ]
     assert deploy.NODE_LEASE_NAMESPACE == "kube-node-lease"
     assert all("leases" not in r.resources for r in deploy.CLUSTER_RULES)

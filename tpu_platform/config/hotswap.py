@@ -2,6 +2,8 @@
 
 Decision thresholds go under ``settings`` in camelCase and are validated by the controller's
 own settings loader, so a typo fails ``pulumi up`` instead of crash-looping the controller.
+``settings.optOutNamespaces`` is the per-team grant to refuse preemption (``preemptible: "false"``):
+only namespaces of the stack's teams are accepted.
 """
 
 from __future__ import annotations
@@ -95,6 +97,14 @@ def _check_hotswap(cfg: PlatformConfig, problems: Problems) -> None:
             ("hotswap", "namespace"),
             f"{hot.namespace!r} is also a team namespace; the controller needs its own",
         )
+    opt_out = hot.controller_settings().get("opt_out_namespaces")
+    for i, ns in enumerate(opt_out if isinstance(opt_out, list) else []):
+        if ns not in team_namespaces:
+            problems.add(
+                ("hotswap", "settings", "optOutNamespaces", str(i)),
+                f"{ns!r} is no team's namespace; list the namespaces of the teams whose JobSets may "
+                "refuse preemption with tpu-platform.dev/preemptible: 'false'",
+            )
     try:
         config_document(hot.controller_settings(), hot.runtime())
     except SettingsError as err:
