@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -283,3 +284,31 @@ def test_lease_signal_below_two_renewals_is_refused(hotswap_stack: dict[str, Any
     (message,) = problems(hotswap_stack)
     assert message.startswith("tpu-platform:hotswap.settings.leaseStaleSeconds:")
     assert ">= 20" in message
+
+
+VAP = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
+VAP_BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
+
+
+def test_admission_policies_guard_the_controllers_state_for_its_own_account_only(
+    hotswap_stack: dict[str, Any], render_stack: Callable[..., Any]
+) -> None:
+    """Their CEL is evaluated on realistic requests in tests/hotswap/test_hotswap_admission.py; here:
+    rendered, bound with Deny, and naming the service account the stack actually creates."""
+    from tpu_platform.hotswap import admission
+
+    hotswap_stack["tpu-platform:hotswap"]["namespace"] = "hotswap-x"
+    rendering = render_stack(hotswap_stack)
+    policies = {p["metadata"]["name"]: p for p in resources_of(rendering, VAP)}
+    bindings = {b["metadata"]["name"]: b for b in resources_of(rendering, VAP_BINDING)}
+    expected = admission.state_policies(admission.service_account_user("hotswap-x", "hotswap-controller"))
+    assert set(policies) == set(bindings) == {p.name for p in expected}
+    for p in expected:
+        assert policies[p.name]["spec"] == p.policy_spec
+        assert bindings[p.name]["spec"] == {"policyName": p.name, "validationActions": ["Deny"]}
+        assert "system:serviceaccount:hotswap-x:hotswap-controller" in json.dumps(policies[p.name])
+    (account,) = resources_of(rendering, "kubernetes:core/v1:ServiceAccount")
+    assert (account["metadata"]["namespace"], account["metadata"]["name"]) == (
+        "hotswap-x",
+        "hotswap-controller",
+    )
