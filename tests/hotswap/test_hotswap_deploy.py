@@ -7,6 +7,7 @@ import json
 import logging
 import re
 from collections.abc import Iterator
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -55,7 +56,12 @@ def test_constants_match_the_runtime_and_the_image() -> None:
     assert deploy.CONFIG_DIR + "/" + deploy.CONFIG_FILE == deploy.CONFIG_PATH == "/etc/hotswap/config.yaml"
     assert deploy.CONFIG_ENV == "HOTSWAP_CONFIG"
     dockerfile = (PACKAGE / "Dockerfile").read_text()
-    assert dockerfile.splitlines()[2] == "FROM python:3.11-slim"
+    (base,) = re.findall(r"^FROM (\S+)", dockerfile, re.M)
+    assert re.fullmatch(r"python:3\.11-slim@sha256:[0-9a-f]{64}", base), "base pinned by digest"
+    assert (
+        "pip install --no-cache-dir --require-hashes --only-binary=:all: -r /app/requirements.txt"
+        in dockerfile
+    )
     assert f"USER {deploy.RUN_AS_USER}:{deploy.RUN_AS_USER}" in dockerfile
     assert 'ENTRYPOINT ["python", "-m", "tpu_platform.hotswap"]' in dockerfile
     assert f"EXPOSE {deploy.METRICS_PORT} {deploy.HEALTH_PORT}" in dockerfile
@@ -67,13 +73,29 @@ def test_constants_match_the_runtime_and_the_image() -> None:
     assert deploy.SECURITY_CONTEXT["runAsNonRoot"] is True
 
 
-def test_requirements_are_pinned() -> None:
-    lines = [
-        line
-        for line in (PACKAGE / "requirements.txt").read_text().splitlines()
-        if line.strip() and not line.startswith("#")
-    ]
-    assert lines == ["kubernetes==37.0.2", "prometheus-client==0.26.0", "pyyaml==6.0.3"]
+def test_requirements_are_pinned_with_hashes() -> None:
+    """pip --require-hashes needs every package, dependencies included, as ``name==version`` with at
+    least one ``--hash`` (https://pip.pypa.io/en/stable/topics/secure-installs/)."""
+    text = (PACKAGE / "requirements.txt").read_text()
+    body = "\n".join(line for line in text.splitlines() if line.strip() and not line.startswith("#"))
+    entries = re.split(r"\n(?=[A-Za-z])", body)
+    pins = {}
+    for entry in entries:
+        m = re.match(r"([A-Za-z0-9_.-]+)==([0-9][^ \\]*)", entry)
+        assert m, entry
+        hashes = re.findall(r"--hash=sha256:([0-9a-f]{64})", entry)
+        assert hashes, f"{m.group(1)} has no hash"
+        pins[m.group(1)] = m.group(2)
+    assert {name: pins[name] for name in ("kubernetes", "prometheus-client", "pyyaml")} == {
+        "kubernetes": "37.0.2",
+        "prometheus-client": "0.26.0",
+        "pyyaml": "6.0.3",
+    }
+    assert {"urllib3", "certifi", "requests", "python-dateutil"} <= set(pins), "dependencies pinned too"
+    installed = {name: metadata.version(name) for name in pins}
+    assert {name: v for name, v in installed.items() if v != pins[name]} == {}, (
+        "the tests run the image's versions"
+    )
 
 
 def test_config_yaml_round_trips_and_validates() -> None:
