@@ -312,3 +312,17 @@ def test_admission_policies_guard_the_controllers_state_for_its_own_account_only
         "hotswap-x",
         "hotswap-controller",
     )
+
+
+def test_opt_out_is_granted_per_team_namespace(
+    hotswap_stack: dict[str, Any], render_stack: Callable[..., Any]
+) -> None:
+    """preemptible: "false" is honoured only where the stack says so, and only for its teams."""
+    hotswap_stack["tpu-platform:teams"] = [{"name": "research", "quota": [{"topology": "4x4", "slices": 1}]}]
+    hotswap_stack["tpu-platform:hotswap"]["settings"]["optOutNamespaces"] = ["research", "elsewhere"]
+    (message,) = problems(hotswap_stack)
+    assert message.startswith("tpu-platform:hotswap.settings.optOutNamespaces[1]:")
+    assert "'elsewhere' is no team's namespace" in message
+    hotswap_stack["tpu-platform:hotswap"]["settings"]["optOutNamespaces"] = ["research"]
+    (config_map,) = resources_of(render_stack(hotswap_stack), "kubernetes:core/v1:ConfigMap")
+    assert yaml.safe_load(config_map["data"]["config.yaml"])["opt_out_namespaces"] == ["research"]

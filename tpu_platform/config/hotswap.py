@@ -101,7 +101,7 @@ def _check_hotswap(cfg: PlatformConfig, problems: Problems) -> None:
     for i, ns in enumerate(opt_out if isinstance(opt_out, list) else []):
         if ns not in team_namespaces:
             problems.add(
-                ("hotswap", "settings", "optOutNamespaces", str(i)),
+                ("hotswap", "settings", "optOutNamespaces", i),
                 f"{ns!r} is no team's namespace; list the namespaces of the teams whose JobSets may "
                 "refuse preemption with tpu-platform.dev/preemptible: 'false'",
             )
