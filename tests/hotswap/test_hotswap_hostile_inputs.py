@@ -385,3 +385,22 @@ def test_opting_out_needs_the_stacks_grant_through_the_adapter_too() -> None:
     api = hostile_cluster({k.PREEMPTIBLE_ANNOTATION: "false"})
     run_once(api, settings=Settings(opt_out_namespaces=("default",)))
     assert not any(w[2] == "low-0" for w in api.writes() if w[0] == "evict_pod")
+
+
+def test_a_pod_belongs_to_a_jobset_only_with_its_uid_label_and_a_controlling_job() -> None:
+    from tpu_platform.hotswap.adapter.convert import pod_from_api
+
+    def convert(**kw: Any) -> Pod:
+        return pod_from_api(pod_obj("p", "high", job="high-slice-0", node=None, priority=HIGH, **kw))
+
+    owned = convert()
+    assert (owned.jobset, owned.jobset_uid, owned.job) == ("default/high", "uid-js-high", "high-slice-0")
+    assert convert(owned=False).jobset is None, "a bare pod with the name label"
+    assert convert(jobset_uid="").jobset is None, "no JobSet UID label"
+    raw = pod_obj("p", "high", job="high-slice-0", node=None, priority=HIGH)
+    raw["metadata"]["ownerReferences"][0]["controller"] = False
+    assert pod_from_api(raw).jobset is None, "owned but not controlled by the Job"
+    raw["metadata"]["ownerReferences"] = [
+        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "x", "controller": True}
+    ]
+    assert pod_from_api(raw).jobset is None

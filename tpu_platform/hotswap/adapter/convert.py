@@ -227,8 +227,10 @@ def pod_from_api(obj: JSON) -> Pod:
     ``labelAndAnnotateObject``) labels each child Job's pod template with
     ``jobset.sigs.k8s.io/jobset-name`` and ``jobset.sigs.k8s.io/jobset-uid``
     (``api/jobset/v1alpha2/jobset_types.go``), and the Job controller makes the Job the pod's
-    controller owner. A pod counts as the JobSet's only with both labels and a controlling Job; the
-    core then also requires the UID to be the JobSet's. Anyone can put a name label on a bare pod.
+    controller owner (kubernetes/kubernetes ``pkg/controller/job/job_controller.go``:
+    ``metav1.NewControllerRef(job, controllerKind)``, kind ``Job`` of ``batch/v1``). A pod counts as
+    the JobSet's only with both labels and a controlling Job; the core then also requires the UID
+    to be the JobSet's. Anyone can put a name label on a bare pod.
     """
     meta = _meta(obj)
     labels = _strs(meta.get("labels"))
