@@ -199,3 +199,55 @@ def test_arbitrary_tenant_values_never_raise_through_conversion_and_decide(
         assert pool is not None and pool.declared_now, "the dead pool is declared whatever tenants write"
         after = apply_actions(snap, d.actions)
         decide(after, s, memory=d.memory)
+
+
+any_number = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**40), max_value=2**40),
+    st.floats(allow_nan=True, allow_infinity=True),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    slices=any_number,
+    priority=any_number,
+    restarts=any_number,
+    created=any_number,
+    interval=any_number,
+    topology=hostile_text,
+    flag=st.one_of(st.none(), hostile_text),
+)
+def test_the_screens_fast_path_never_passes_what_the_precise_check_refuses(
+    slices: Any, priority: Any, restarts: Any, created: Any, interval: Any, topology: str, flag: str | None
+) -> None:
+    """The cheap check run on every object each reconcile is at least as strict as the one that
+    names the field."""
+    from dataclasses import replace
+
+    from tpu_platform.hotswap.core.inputs import InputError
+    from tpu_platform.hotswap.core.model import JobSet, Pod
+    from tpu_platform.hotswap.core.screen import (
+        _check_jobset,
+        _jobset_ok,
+        _pod_ok,
+        _pod_problem,
+        pod_rejection,
+    )
+
+    annotations = {} if flag is None else {k.PREEMPTIBLE_ANNOTATION: flag}
+    js = JobSet("ns", "j", "uid", priority=0, topology="4x4", annotations=annotations)
+    js = replace(js, slices=slices, priority=priority, restarts=restarts, created=created, topology=topology)
+    js = replace(js, checkpoint_interval=interval)
+    try:
+        _check_jobset(js)
+        precise_ok = True
+    except (InputError, TypeError):
+        precise_ok = False
+    if _jobset_ok(js):
+        assert precise_ok
+    pod = Pod("ns", "p", "uid", priority=priority, created=created, started=interval)
+    if _pod_ok(pod):
+        assert _pod_problem(pod) is None
+    assert (_pod_problem(pod) is None) == (pod_rejection(pod) is None)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Final
 
 from tpu_platform.hotswap.core.timeutil import MAX_EPOCH
@@ -69,22 +70,30 @@ def _short(value: Any) -> str:
 
 def topology(value: Any, *, reason: str = "topology") -> str:
     """``AxB`` or ``AxBxC`` with each dimension 1..64 and at most 65,536 chips."""
-    if not isinstance(value, str) or len(value) > 16 or not _TOPOLOGY.match(value):
+    if not isinstance(value, str) or not _topology_chips(value):
+        if isinstance(value, str) and len(value) <= 16 and _TOPOLOGY.match(value):
+            raise InputError(
+                reason, f"{value!r} exceeds {MAX_TOPOLOGY_DIM} per dimension or {MAX_TOPOLOGY_CHIPS} chips"
+            )
         raise InputError(reason, f"{_short(value)} is not a TPU topology such as '4x4' or '2x2x4'")
-    dims = [int(d) for d in value.split("x")]
-    if any(d > MAX_TOPOLOGY_DIM for d in dims) or math.prod(dims) > MAX_TOPOLOGY_CHIPS:
-        raise InputError(
-            reason, f"{value!r} exceeds {MAX_TOPOLOGY_DIM} per dimension or {MAX_TOPOLOGY_CHIPS} chips"
-        )
     return value
 
 
 def topology_chips(value: str) -> int:
     """Chips in a well-formed topology; 0 for anything :func:`topology` refuses."""
-    try:
-        return math.prod(int(d) for d in topology(value).split("x"))
-    except InputError:
+    return _topology_chips(value) if isinstance(value, str) else 0
+
+
+@lru_cache(maxsize=1024)
+def _topology_chips(value: str) -> int:
+    """Cached: a fleet has a handful of shapes, read for every JobSet on every reconcile (bounded, so
+    hostile strings cannot grow it)."""
+    if len(value) > 16 or not _TOPOLOGY.match(value):
         return 0
+    dims = [int(d) for d in value.split("x")]
+    if any(d > MAX_TOPOLOGY_DIM for d in dims) or math.prod(dims) > MAX_TOPOLOGY_CHIPS:
+        return 0
+    return math.prod(dims)
 
 
 def integer(value: Any, *, reason: str, low: int, high: int, default: int | None = None) -> int:

@@ -15,14 +15,50 @@ from tpu_platform.hotswap.core import constants as k
 from tpu_platform.hotswap.core import inputs
 from tpu_platform.hotswap.core.inputs import InputError, Rejection
 from tpu_platform.hotswap.core.model import JobSet, Pod
+from tpu_platform.hotswap.core.timeutil import MAX_EPOCH
 
 _MAX_NAME = 253
+
+
+def _epoch_ok(t: float | None) -> bool:
+    return t is None or ((type(t) is float or type(t) is int) and 0.0 <= t <= MAX_EPOCH)
+
+
+def _finite(t: float | None) -> bool:
+    """None or a finite number: ``t - t`` is 0 for those and NaN for NaN and the infinities."""
+    return t is None or ((type(t) is float or type(t) is int) and t - t == 0)
+
+
+def _count_ok(n: object, low: int, high: int) -> bool:
+    return type(n) is int and low <= n <= high
+
+
+def _jobset_ok(js: JobSet) -> bool:
+    """The common case, checked cheaply (every JobSet, every reconcile); False sends it to the
+    precise check that names the field. NaN fails every comparison, so it never passes here."""
+    interval = js.checkpoint_interval
+    flag = js.annotations.get(k.PREEMPTIBLE_ANNOTATION)
+    return (
+        (not js.topology or inputs.topology_chips(js.topology) > 0)
+        and _count_ok(js.slices, 1, inputs.MAX_SLICES)
+        and _count_ok(js.priority, inputs.INT32_MIN, inputs.INT32_MAX)
+        and _count_ok(js.max_restarts, 0, inputs.MAX_RESTARTS)
+        and _count_ok(js.restarts, 0, inputs.MAX_RESTARTS)
+        and _epoch_ok(js.created)
+        and _epoch_ok(js.running_since)
+        and _epoch_ok(js.last_checkpoint)
+        and (interval is None or (type(interval) is float and 0.0 < interval <= inputs.MAX_INTERVAL_SECONDS))
+        and (flag is None or (isinstance(flag, str) and flag.strip().lower() in ("true", "false")))
+        and 0 < len(js.accelerator) <= 63
+    )
 
 
 def jobset_rejection(js: JobSet) -> Rejection | None:
     """Why the core must leave this JobSet alone, or None."""
     if js.rejection is not None:
         return js.rejection
+    if _jobset_ok(js):
+        return None
     try:
         _check_jobset(js)
     except InputError as err:
@@ -58,7 +94,28 @@ def _check_jobset(js: JobSet) -> None:
 def pod_rejection(p: Pod) -> Rejection | None:
     if p.rejection is not None:
         return p.rejection
-    if not isinstance(p.priority, int) or not inputs.INT32_MIN <= p.priority <= inputs.INT32_MAX:
+    return None if _pod_ok(p) else _pod_problem(p)
+
+
+def _pod_ok(p: Pod) -> bool:
+    """The common case, checked cheaply; False sends the pod to :func:`_pod_problem`."""
+    return (
+        type(p.priority) is int
+        and inputs.INT32_MIN <= p.priority <= inputs.INT32_MAX
+        and _finite(p.created)
+        and _finite(p.started)
+        and _finite(p.unschedulable_since)
+        and _finite(p.deletion_timestamp)
+        and (p.jobset is None or len(p.jobset) <= 2 * _MAX_NAME + 1)
+    )
+
+
+def _pod_problem(p: Pod) -> Rejection | None:
+    if (
+        isinstance(p.priority, bool)
+        or not isinstance(p.priority, int)
+        or not inputs.INT32_MIN <= p.priority <= inputs.INT32_MAX
+    ):
         return Rejection("Pod", p.namespace, p.name, p.uid, "priority", f"{p.priority!r} is not an int32")
     for name, t in (
         ("creation-time", p.created),
@@ -66,7 +123,7 @@ def pod_rejection(p: Pod) -> Rejection | None:
         ("unschedulable-since", p.unschedulable_since),
         ("deletion-time", p.deletion_timestamp),
     ):
-        if t is not None and not math.isfinite(t):
+        if t is not None and (not isinstance(t, int | float) or not math.isfinite(t)):
             return Rejection("Pod", p.namespace, p.name, p.uid, name, f"{t!r} is not a finite time")
     if p.jobset is not None and len(p.jobset) > 2 * _MAX_NAME + 1:
         return Rejection("Pod", p.namespace, p.name, p.uid, "jobset-name", "JobSet name too long")
