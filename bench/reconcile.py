@@ -24,7 +24,7 @@ import tracemalloc
 from collections.abc import Sequence
 
 from tpu_platform.hotswap.core import Node, Pod, Settings, Snapshot, decide
-from tpu_platform.hotswap.core.builders import (
+from tpu_platform.testing.hotswap_builders import (
     fail_node,
     make_jobset,
     make_nodes,

@@ -4,8 +4,11 @@ Creates its namespace, service account, RBAC (the table in the controller's ``de
 module: nothing on secrets, nothing cluster-wide beyond what it reads and patches), a
 ConfigMap of settings from the stack, a Deployment with probes and a locked-down security
 context, a PodDisruptionBudget, a metrics Service and a PodMonitoring for Managed Prometheus.
-Only when the settings turn on the node Lease signal (``leaseStaleSeconds``), a Role and RoleBinding
-in ``kube-node-lease`` to read the kubelets' Leases: access that is not granted unless it is used.
+Two ValidatingAdmissionPolicies (with their bindings) let only the controller's service account set,
+change or remove its taint and state annotations on nodes and its preemption record on JobSets
+(``tpu_platform.hotswap.admission``). Only when the settings turn on the node Lease signal
+(``leaseStaleSeconds``), a Role and RoleBinding in ``kube-node-lease`` to read the kubelets' Leases:
+access that is not granted unless it is used.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import pulumi_kubernetes as k8s
 
 from tpu_platform.config import HotswapConfig
 from tpu_platform.constants import LABEL_APP_NAME, LABEL_PART_OF
-from tpu_platform.hotswap import deploy
+from tpu_platform.hotswap import admission, deploy
 
 from .kube_object import KubeObject
 
@@ -180,6 +183,22 @@ class HotswapController(pulumi.ComponentResource):
             subjects=subject,
             opts=in_ns,
         )
+        controller_user = admission.service_account_user(ns_name, APP_NAME)
+        for policy in admission.state_policies(controller_user):
+            vap = _plain_object(
+                k8s.admissionregistration.v1.ValidatingAdmissionPolicy,
+                f"{name}-{policy.name}",
+                metadata={"name": policy.name, "labels": LABELS},
+                spec=policy.policy_spec,
+                opts=k8s_opts,
+            )
+            _plain_object(
+                k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding,
+                f"{name}-{policy.name}-binding",
+                metadata={"name": policy.name, "labels": LABELS},
+                spec={**policy.binding_spec, "policyName": vap.metadata.name},
+                opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[vap]),
+            )
         lease_rules = deploy.node_lease_role_rules(cfg.controller_settings())
         if lease_rules:
             lease_meta = {"name": f"{APP_NAME}-node-leases", "namespace": deploy.NODE_LEASE_NAMESPACE}

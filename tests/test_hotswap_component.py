@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -12,19 +13,15 @@ from tpu_platform.config import StackConfigError
 from tpu_platform.plan import parse_stack_config
 from tpu_platform.plan.document import normalize
 
-# failure-model.md, "RBAC a hotswap controller needs (least privilege)".
+# Exactly the calls the adapter makes (tpu_platform/hotswap/adapter/access.py; checked against the
+# real adapter on the wire by tests/hotswap/test_hotswap_access.py). The failure model's table also
+# lists reads of Jobs, Kueue objects, PriorityClasses and PDBs, and core events: none is ever made.
 REFERENCE_CLUSTER_RULES = {
-    ("", "nodes"): {"get", "list", "watch", "patch"},
-    ("", "pods"): {"get", "list", "watch", "delete"},
+    ("", "nodes"): {"list", "watch", "patch"},
+    ("", "pods"): {"list", "watch", "delete"},
     ("", "pods/eviction"): {"create"},
-    ("jobset.x-k8s.io", "jobsets"): {"get", "list", "watch", "patch"},
-    ("batch", "jobs"): {"get", "list", "watch"},
-    ("kueue.x-k8s.io", "workloads"): {"get", "list", "watch"},
-    ("kueue.x-k8s.io", "clusterqueues"): {"get", "list", "watch"},
-    ("scheduling.k8s.io", "priorityclasses"): {"get", "list", "watch"},
-    ("policy", "poddisruptionbudgets"): {"get", "list", "watch"},
-    ("", "events"): {"create", "patch"},
-    ("events.k8s.io", "events"): {"create", "patch"},
+    ("jobset.x-k8s.io", "jobsets"): {"list", "watch", "patch"},
+    ("events.k8s.io", "events"): {"create"},
 }
 
 
@@ -268,7 +265,7 @@ def test_lease_signal_on_grants_read_on_node_leases_only(
     hotswap_stack["tpu-platform:hotswap"]["settings"]["leaseStaleSeconds"] = 20
     rendering = render_stack(hotswap_stack)
     (role,) = in_namespace(rendering, ROLE, "kube-node-lease")
-    assert grants(role["rules"]) == {("coordination.k8s.io", "leases"): {"get", "list", "watch"}}
+    assert grants(role["rules"]) == {("coordination.k8s.io", "leases"): {"list", "watch"}}
     (binding,) = in_namespace(rendering, ROLE_BINDING, "kube-node-lease")
     assert binding["roleRef"] == {
         "apiGroup": "rbac.authorization.k8s.io",
@@ -292,3 +289,45 @@ def test_lease_signal_below_two_renewals_is_refused(hotswap_stack: dict[str, Any
     (message,) = problems(hotswap_stack)
     assert message.startswith("tpu-platform:hotswap.settings.leaseStaleSeconds:")
     assert ">= 20" in message
+
+
+VAP = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
+VAP_BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
+
+
+def test_admission_policies_guard_the_controllers_state_for_its_own_account_only(
+    hotswap_stack: dict[str, Any], render_stack: Callable[..., Any]
+) -> None:
+    """Their CEL is evaluated on realistic requests in tests/hotswap/test_hotswap_admission.py; here:
+    rendered, bound with Deny, and naming the service account the stack actually creates."""
+    from tpu_platform.hotswap import admission
+
+    hotswap_stack["tpu-platform:hotswap"]["namespace"] = "hotswap-x"
+    rendering = render_stack(hotswap_stack)
+    policies = {p["metadata"]["name"]: p for p in resources_of(rendering, VAP)}
+    bindings = {b["metadata"]["name"]: b for b in resources_of(rendering, VAP_BINDING)}
+    expected = admission.state_policies(admission.service_account_user("hotswap-x", "hotswap-controller"))
+    assert set(policies) == set(bindings) == {p.name for p in expected}
+    for p in expected:
+        assert policies[p.name]["spec"] == p.policy_spec
+        assert bindings[p.name]["spec"] == {"policyName": p.name, "validationActions": ["Deny"]}
+        assert "system:serviceaccount:hotswap-x:hotswap-controller" in json.dumps(policies[p.name])
+    (account,) = resources_of(rendering, "kubernetes:core/v1:ServiceAccount")
+    assert (account["metadata"]["namespace"], account["metadata"]["name"]) == (
+        "hotswap-x",
+        "hotswap-controller",
+    )
+
+
+def test_opt_out_is_granted_per_team_namespace(
+    hotswap_stack: dict[str, Any], render_stack: Callable[..., Any]
+) -> None:
+    """preemptible: "false" is honoured only where the stack says so, and only for its teams."""
+    hotswap_stack["tpu-platform:teams"] = [{"name": "research", "quota": [{"topology": "4x4", "slices": 1}]}]
+    hotswap_stack["tpu-platform:hotswap"]["settings"]["optOutNamespaces"] = ["research", "elsewhere"]
+    (message,) = problems(hotswap_stack)
+    assert message.startswith("tpu-platform:hotswap.settings.optOutNamespaces[1]:")
+    assert "'elsewhere' is no team's namespace" in message
+    hotswap_stack["tpu-platform:hotswap"]["settings"]["optOutNamespaces"] = ["research"]
+    (config_map,) = resources_of(render_stack(hotswap_stack), "kubernetes:core/v1:ConfigMap")
+    assert yaml.safe_load(config_map["data"]["config.yaml"])["opt_out_namespaces"] == ["research"]

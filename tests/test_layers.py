@@ -28,8 +28,11 @@ LAYERS: dict[str, int] = {
     "tpu_platform.hotswap.core": 0,
     "tpu_platform.hotswap.deploy": 0,
     "tpu_platform.monitoring": 0,
-    # the controller's config-file format: rendered by deploy, read by the adapter
+    # the adapter's pure parts: its config-file format (rendered by deploy), its API protocol (no
+    # client), and the table of its API calls (the RBAC deploy renders is built from it)
     "tpu_platform.hotswap.adapter.config": 0,
+    "tpu_platform.hotswap.adapter.api": 0,
+    "tpu_platform.hotswap.adapter.access": 0,
     # tools over the pure logic
     "tpu_platform.project": 1,
     "tpu_platform.terminal": 1,

@@ -21,8 +21,8 @@ from tpu_platform.hotswap.core import (
     constants,
     decide,
 )
-from tpu_platform.hotswap.core.builders import fail_node, heal_node, make_nodes, pending_pods
 from tpu_platform.hotswap.core.model import RUNNING
+from tpu_platform.testing.hotswap_builders import fail_node, heal_node, make_nodes, pending_pods
 
 TOLERATED = {constants.TPU_RESOURCE}
 

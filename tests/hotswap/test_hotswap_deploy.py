@@ -7,6 +7,7 @@ import json
 import logging
 import re
 from collections.abc import Iterator
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -36,15 +37,11 @@ def test_rbac_is_exactly_the_least_privilege_table() -> None:
         (tuple(r["apiGroups"]), tuple(r["resources"])): set(r["verbs"]) for r in deploy.cluster_role_rules()
     }
     assert rules == {
-        (("",), ("nodes",)): {"get", "list", "watch", "patch"},
-        (("",), ("pods",)): {"get", "list", "watch", "delete"},
+        (("",), ("nodes",)): {"list", "watch", "patch"},
+        (("",), ("pods",)): {"list", "watch", "delete"},
         (("",), ("pods/eviction",)): {"create"},
-        (("jobset.x-k8s.io",), ("jobsets",)): {"get", "list", "watch", "patch"},
-        (("batch",), ("jobs",)): {"get", "list", "watch"},
-        (("kueue.x-k8s.io",), ("workloads", "clusterqueues")): {"get", "list", "watch"},
-        (("scheduling.k8s.io",), ("priorityclasses",)): {"get", "list", "watch"},
-        (("policy",), ("poddisruptionbudgets",)): {"get", "list", "watch"},
-        (("", "events.k8s.io"), ("events",)): {"create", "patch"},
+        (("jobset.x-k8s.io",), ("jobsets",)): {"list", "watch", "patch"},
+        (("events.k8s.io",), ("events",)): {"create"},
     }
     assert deploy.role_rules() == [
         {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update"]}
@@ -59,7 +56,12 @@ def test_constants_match_the_runtime_and_the_image() -> None:
     assert deploy.CONFIG_DIR + "/" + deploy.CONFIG_FILE == deploy.CONFIG_PATH == "/etc/hotswap/config.yaml"
     assert deploy.CONFIG_ENV == "HOTSWAP_CONFIG"
     dockerfile = (PACKAGE / "Dockerfile").read_text()
-    assert dockerfile.splitlines()[2] == "FROM python:3.11-slim"
+    (base,) = re.findall(r"^FROM (\S+)", dockerfile, re.M)
+    assert re.fullmatch(r"python:3\.11-slim@sha256:[0-9a-f]{64}", base), "base pinned by digest"
+    assert (
+        "pip install --no-cache-dir --require-hashes --only-binary=:all: -r /app/requirements.txt"
+        in dockerfile
+    )
     assert f"USER {deploy.RUN_AS_USER}:{deploy.RUN_AS_USER}" in dockerfile
     assert 'ENTRYPOINT ["python", "-m", "tpu_platform.hotswap"]' in dockerfile
     assert f"EXPOSE {deploy.METRICS_PORT} {deploy.HEALTH_PORT}" in dockerfile
@@ -71,13 +73,29 @@ def test_constants_match_the_runtime_and_the_image() -> None:
     assert deploy.SECURITY_CONTEXT["runAsNonRoot"] is True
 
 
-def test_requirements_are_pinned() -> None:
-    lines = [
-        line
-        for line in (PACKAGE / "requirements.txt").read_text().splitlines()
-        if line.strip() and not line.startswith("#")
-    ]
-    assert lines == ["kubernetes==37.0.2", "prometheus-client==0.26.0", "pyyaml==6.0.3"]
+def test_requirements_are_pinned_with_hashes() -> None:
+    """pip --require-hashes needs every package, dependencies included, as ``name==version`` with at
+    least one ``--hash`` (https://pip.pypa.io/en/stable/topics/secure-installs/)."""
+    text = (PACKAGE / "requirements.txt").read_text()
+    body = "\n".join(line for line in text.splitlines() if line.strip() and not line.startswith("#"))
+    entries = re.split(r"\n(?=[A-Za-z])", body)
+    pins = {}
+    for entry in entries:
+        m = re.match(r"([A-Za-z0-9_.-]+)==([0-9][^ \\]*)", entry)
+        assert m, entry
+        hashes = re.findall(r"--hash=sha256:([0-9a-f]{64})", entry)
+        assert hashes, f"{m.group(1)} has no hash"
+        pins[m.group(1)] = m.group(2)
+    assert {name: pins[name] for name in ("kubernetes", "prometheus-client", "pyyaml")} == {
+        "kubernetes": "37.0.2",
+        "prometheus-client": "0.26.0",
+        "pyyaml": "6.0.3",
+    }
+    assert {"urllib3", "certifi", "requests", "python-dateutil"} <= set(pins), "dependencies pinned too"
+    installed = {name: metadata.version(name) for name in pins}
+    assert {name: v for name, v in installed.items() if v != pins[name]} == {}, (
+        "the tests run the image's versions"
+    )
 
 
 def test_config_yaml_round_trips_and_validates() -> None:
@@ -161,7 +179,7 @@ def test_node_lease_rules_only_when_the_lease_signal_is_on() -> None:
     assert deploy.node_lease_role_rules(None) == []
     assert deploy.node_lease_role_rules({"lease_stale_seconds": 0}) == []
     assert deploy.node_lease_role_rules({"lease_stale_seconds": 20}) == [
-        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "list", "watch"]}
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["list", "watch"]}
     ]
     assert deploy.NODE_LEASE_NAMESPACE == "kube-node-lease"
     assert all("leases" not in r.resources for r in deploy.CLUSTER_RULES)

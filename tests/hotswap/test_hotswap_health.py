@@ -24,7 +24,7 @@ from tpu_platform.hotswap.core import (
     decide,
     format_time,
 )
-from tpu_platform.hotswap.core.builders import (
+from tpu_platform.testing.hotswap_builders import (
     fail_node,
     heal_node,
     make_jobset,

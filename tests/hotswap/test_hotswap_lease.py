@@ -18,7 +18,7 @@ from tpu_platform.hotswap.core import (
     decide,
     settings_from_mapping,
 )
-from tpu_platform.hotswap.core.builders import fail_node, make_jobset, make_nodes, make_pool, running_pods
+from tpu_platform.testing.hotswap_builders import fail_node, make_jobset, make_nodes, make_pool, running_pods
 
 DIED = 50_000.0
 """The kubelet of ``p-n2`` renews its Lease at ``DIED`` and then goes silent."""

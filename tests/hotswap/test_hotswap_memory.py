@@ -22,7 +22,7 @@ from tpu_platform.hotswap.core import (
     decide,
     format_time,
 )
-from tpu_platform.hotswap.core.builders import fail_node, heal_node, make_nodes, make_pool
+from tpu_platform.testing.hotswap_builders import fail_node, heal_node, make_nodes, make_pool
 
 NOW = 50_000.0
 SETTINGS = Settings(max_bad_node_fraction=1.0)

@@ -5,7 +5,7 @@ How long they take is measured by ``bench/reconcile.py``, not here."""
 from __future__ import annotations
 
 from tpu_platform.hotswap.core import Pod, Snapshot, decide
-from tpu_platform.hotswap.core.builders import (
+from tpu_platform.testing.hotswap_builders import (
     fail_node,
     make_jobset,
     make_nodes,

@@ -24,8 +24,14 @@ from tpu_platform.hotswap.core import (
     select_victims,
     work_lost_seconds,
 )
-from tpu_platform.hotswap.core.builders import make_jobset, make_nodes, make_pools, pending_pods, running_pods
 from tpu_platform.hotswap.core.health import OWN_TAINT
+from tpu_platform.testing.hotswap_builders import (
+    make_jobset,
+    make_nodes,
+    make_pools,
+    pending_pods,
+    running_pods,
+)
 
 NOW = 100_000.0
 HIGH = 2_000_000
@@ -64,7 +70,7 @@ def victims(snap: Snapshot, settings: Settings | None = None) -> list[tuple[str,
 
 def test_picks_the_victim_that_loses_the_least_work() -> None:
     fresh = make_jobset("fresh-ckpt", priority=LOW, last_checkpoint=NOW - 60)
-    stale = make_jobset("stale-ckpt", priority=LOW - 10, last_checkpoint=NOW - 3000)
+    stale = make_jobset("stale-ckpt", priority=LOW, last_checkpoint=NOW - 3000)
     high = make_jobset("high", priority=HIGH)
     d = decide(cluster(2, [(fresh, [0]), (stale, [1])], [high]))
     assert [p.victims for p in d.preemptions] == [("default/fresh-ckpt",)]
@@ -167,15 +173,31 @@ def test_waits_for_kube_scheduler_first() -> None:
     assert victims(cluster(1, [(low, [0])], [high], pending_for=10.0)) == [("default/low",)]
 
 
+OPT_OUT = Settings(opt_out_namespaces=("default",))
+"""The stack lets the ``default`` namespace opt out of being preempted."""
+
+
 def test_unmanaged_and_opted_out_jobsets_are_never_victims() -> None:
     unmanaged = make_jobset("unmanaged", priority=1, managed=False)
     keep = make_jobset("keep", priority=2, preemptible=False)
     low = make_jobset("low", priority=LOW)
     high = make_jobset("high", priority=HIGH)
     snap = cluster(3, [(unmanaged, [0]), (keep, [1]), (low, [2])], [high])
-    assert victims(snap) == [("default/low",)]
+    assert victims(snap, OPT_OUT) == [("default/low",)]
     snap2 = cluster(2, [(unmanaged, [0]), (keep, [1])], [high])
-    assert decide(snap2).actions == ()
+    assert decide(snap2, OPT_OUT).actions == ()
+
+
+def test_opting_out_is_ignored_where_the_stack_does_not_allow_it() -> None:
+    """Without the stack's grant, preemptible: "false" does not make a managed JobSet untouchable
+    while it can still take preemptions for itself."""
+    keep = make_jobset("keep", priority=2, preemptible=False)
+    low = make_jobset("low", priority=LOW)
+    high = make_jobset("high", priority=HIGH)
+    snap = cluster(2, [(keep, [0]), (low, [1])], [high])
+    assert victims(snap) == [("default/keep",)]
+    assert victims(snap, Settings(opt_out_namespaces=("team-b",))) == [("default/keep",)]
+    assert victims(snap, OPT_OUT) == [("default/low",)]
 
 
 def test_unmanaged_pending_jobset_is_no_beneficiary() -> None:
@@ -371,7 +393,7 @@ def test_half_placed_job_waits_for_kube_scheduler_and_for_its_patience() -> None
     ids=lambda js: js.name,
 )
 def test_half_placed_job_never_preempts_a_blocker_the_rules_protect(blocker: JobSet) -> None:
-    d = decide(half_placed(blocker))
+    d = decide(half_placed(blocker), OPT_OUT)
     assert d.actions == () and d.preemptions == ()
     assert any("partly placed on p-0, blocked by" in n for n in d.notes)
 

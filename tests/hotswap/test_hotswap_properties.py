@@ -32,7 +32,8 @@ from tpu_platform.hotswap.core import (
     node_dead_since,
     select_victims,
 )
-from tpu_platform.hotswap.core.builders import (
+from tpu_platform.hotswap.core.preemption import _Queue
+from tpu_platform.testing.hotswap_builders import (
     fail_node,
     make_jobset,
     make_nodes,
@@ -40,7 +41,6 @@ from tpu_platform.hotswap.core.builders import (
     pending_pods,
     running_pods,
 )
-from tpu_platform.hotswap.core.preemption import _Queue
 
 NOW = 1_000_000.0
 AGES = [1.0, 5.0, 12.0, 35.0, 400.0]

@@ -15,7 +15,7 @@ from tpu_platform.hotswap.core import (
     Settings,
     constants,
 )
-from tpu_platform.hotswap.core.builders import make_jobset, make_pool, make_pools
+from tpu_platform.testing.hotswap_builders import make_jobset, make_pool, make_pools
 
 HIGH = 2_000_000
 LOW = 1_000_000

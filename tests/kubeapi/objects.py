@@ -88,14 +88,36 @@ def pod_obj(
     started: float | None = 0.0,
     unschedulable_since: float | None = None,
     deletion: float | None = None,
+    jobset_uid: str | None = None,
+    owned: bool = True,
 ) -> JSON:
+    """A pod as a JobSet's Job creates it: JobSet v0.12.0 labels the Job's pod template with the
+    JobSet's name and UID (``pkg/controllers/jobset_controller.go``, ``labelAndAnnotateObject``),
+    and the Job controller makes the Job its controller owner. ``owned=False`` gives a bare pod
+    with the same labels and no owner."""
+    labels = {
+        k.JOBSET_NAME_LABEL: jobset,
+        k.JOBSET_UID_LABEL: jobset_uid if jobset_uid is not None else f"uid-js-{jobset}",
+        k.JOB_NAME_LABEL: job,
+    }
     meta: JSON = {
         "name": name,
         "namespace": namespace,
         "uid": f"uid-{name}",
         "creationTimestamp": ts(0),
-        "labels": {k.JOBSET_NAME_LABEL: jobset, k.JOB_NAME_LABEL: job},
+        "labels": labels,
     }
+    if owned:
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "name": job,
+                "uid": f"uid-job-{job}",
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ]
     if deletion is not None:
         meta["deletionTimestamp"] = ts(deletion)
     status: JSON = {"phase": phase}

@@ -2,6 +2,8 @@
 
 Decision thresholds go under ``settings`` in camelCase and are validated by the controller's
 own settings loader, so a typo fails ``pulumi up`` instead of crash-looping the controller.
+``settings.optOutNamespaces`` is the per-team grant to refuse preemption (``preemptible: "false"``):
+only namespaces of the stack's teams are accepted.
 """
 
 from __future__ import annotations

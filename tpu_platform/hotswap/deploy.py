@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from tpu_platform.hotswap.adapter.access import CLUSTER_ACCESS, LEADER_ACCESS, NODE_LEASE_ACCESS, Access
 from tpu_platform.hotswap.adapter.config import (
     CONFIG_ENV,
     DEFAULT_CONFIG_PATH,
@@ -109,29 +110,22 @@ class PolicyRule:
         }
 
 
-READ = ("get", "list", "watch")
+def _rules(table: tuple[Access, ...]) -> tuple[PolicyRule, ...]:
+    return tuple(PolicyRule((a.group,), (a.resource,), a.verbs) for a in table)
 
-CLUSTER_RULES: Final = (
-    PolicyRule(("",), ("nodes",), (*READ, "patch")),
-    PolicyRule(("",), ("pods",), (*READ, "delete")),
-    PolicyRule(("",), ("pods/eviction",), ("create",)),
-    PolicyRule(("jobset.x-k8s.io",), ("jobsets",), (*READ, "patch")),
-    PolicyRule(("batch",), ("jobs",), READ),
-    PolicyRule(("kueue.x-k8s.io",), ("workloads", "clusterqueues"), READ),
-    PolicyRule(("scheduling.k8s.io",), ("priorityclasses",), READ),
-    PolicyRule(("policy",), ("poddisruptionbudgets",), READ),
-    PolicyRule(("", "events.k8s.io"), ("events",), ("create", "patch")),
-)
-"""ClusterRole: least privilege per failure-model.md. Nothing on secrets, no wildcards."""
 
-NAMESPACE_RULES: Final = (PolicyRule(("coordination.k8s.io",), ("leases",), ("get", "create", "update")),)
+CLUSTER_RULES: Final = _rules(CLUSTER_ACCESS)
+"""ClusterRole: exactly the calls the adapter makes (:mod:`tpu_platform.hotswap.adapter.access`).
+Nothing on secrets, no wildcards, no reads it never makes."""
+
+NAMESPACE_RULES: Final = _rules(LEADER_ACCESS)
 """Role in the controller's own namespace: leader election only."""
 
 
 NODE_LEASE_NAMESPACE: Final = constants.NODE_LEASE_NAMESPACE
-NODE_LEASE_RULES: Final = (PolicyRule(("coordination.k8s.io",), ("leases",), READ),)
-"""Role in kube-node-lease, only with ``lease_stale_seconds`` on: read the kubelets' heartbeats.
-Read-only and namespaced, so the ClusterRole stays the reference table."""
+NODE_LEASE_RULES: Final = _rules(NODE_LEASE_ACCESS)
+"""Role in kube-node-lease, only with ``lease_stale_seconds`` on: list and watch the kubelets'
+heartbeats. Read-only and namespaced."""
 
 
 def cluster_role_rules() -> list[dict[str, list[str]]]:

@@ -122,3 +122,22 @@ def _failure_message(rule: dict[str, Any], activation: dict[str, Any], text: str
                 return message
     message = rule.get("message")
     return str(message) if message else f"failed rule: {text}"
+
+
+def evaluate_expression(expression: str, bindings: dict[str, Any]) -> Any:
+    """Evaluate one CEL expression with top-level variables bound (JSON values are converted; CEL
+    values, e.g. an earlier result, pass through). For admission-policy expressions, whose
+    variables are ``object``, ``oldObject``, ``request`` and ``variables``. Raises ValueError if
+    cel-python cannot run it and ``celpy.CELEvalError`` if evaluation fails (the API server then
+    applies the policy's ``failurePolicy``)."""
+    compiled = _compile(expression)
+    if compiled.unsupported or compiled.program is None:
+        raise ValueError(f"cannot evaluate {expression!r}: {compiled.unsupported}")
+    activation = {
+        name: value if isinstance(value, celtypes.MapType | celtypes.ListType) else celpy.json_to_cel(value)
+        for name, value in bindings.items()
+    }
+    result = compiled.program.evaluate(activation)
+    if isinstance(result, celpy.CELEvalError):
+        raise result
+    return result

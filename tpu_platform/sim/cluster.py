@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from tpu_platform.hotswap.core import Condition, Node
 from tpu_platform.hotswap.core import constants as k
-from tpu_platform.hotswap.core.builders import GKE_TPU_TAINT
+from tpu_platform.hotswap.core.constants import GKE_TPU_TAINT
 from tpu_platform.sim.engine import Engine
 from tpu_platform.sim.model import CAUSE_DONE, FAILED, RUNNING, SUCCEEDED, Pool, SimNode, SimPod, Workload
 from tpu_platform.sim.params import Timings

@@ -40,6 +40,14 @@ def check_hotswap(cfg: PlatformConfig) -> Problems:
             ("hotswap", "namespace"),
             f"{hot.namespace!r} is also a team namespace; the controller needs its own",
         )
+    opt_out = hot.controller_settings().get("opt_out_namespaces")
+    for i, ns in enumerate(opt_out if isinstance(opt_out, list) else []):
+        if ns not in team_namespaces:
+            problems.add(
+                ("hotswap", "settings", "optOutNamespaces", i),
+                f"{ns!r} is no team's namespace; list the namespaces of the teams whose JobSets may "
+                "refuse preemption with tpu-platform.dev/preemptible: 'false'",
+            )
     try:
         document = config_document(hot.controller_settings(), hot.runtime())
     except SettingsError as err:

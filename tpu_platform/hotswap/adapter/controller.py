@@ -27,6 +27,7 @@ from tpu_platform.hotswap.adapter.convert import (
 from tpu_platform.hotswap.adapter.expectations import Expectations
 from tpu_platform.hotswap.adapter.leader import LeaderElector
 from tpu_platform.hotswap.adapter.metrics import Metrics
+from tpu_platform.hotswap.adapter.rejections import report_rejections
 from tpu_platform.hotswap.core import constants as k
 from tpu_platform.hotswap.core.actions import Action, EvictionCause, EvictPod, ForceDeletePod
 from tpu_platform.hotswap.core.health import PoolMemory
@@ -144,7 +145,9 @@ class Controller:
             return None
         started = time.perf_counter()
         snap = self.snapshot(self.clock())
-        decision = decide(snap, self.config.settings, memory=self.memory)
+        decision = report_rejections(
+            decide(snap, self.config.settings, memory=self.memory), self.metrics.registry
+        )
         self.metrics.reconcile_duration.observe(time.perf_counter() - started)
         self.metrics.unhealthy_pools.set(sum(1 for p in decision.pools if p.declared or p.declared_now))
         self.metrics.held.set(1 if decision.held else 0)

@@ -1,4 +1,11 @@
-"""Raw API objects (dicts) -> the core's snapshot types. Pure functions, tolerant of missing fields."""
+"""Raw API objects (dicts) -> the core's snapshot types. Pure functions that never raise.
+
+Missing fields take their defaults. Values a tenant can write (JobSet annotations, labels, node
+selectors, replica counts, restart limits; a hand-made pod's labels and owner references) are parsed
+by :mod:`tpu_platform.hotswap.core.inputs`: a refused value marks the object with a
+:class:`~tpu_platform.hotswap.core.inputs.Rejection`, so the core leaves it alone and the adapter
+reports it, instead of one object stopping every decision.
+"""
 
 from __future__ import annotations
 
@@ -8,16 +15,40 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from tpu_platform.hotswap.core import constants as k
+from tpu_platform.hotswap.core import inputs
+from tpu_platform.hotswap.core.inputs import InputError, Rejection
 from tpu_platform.hotswap.core.model import Condition, JobSet, Node, NodePool, Pod, Taint, topology_chips
 from tpu_platform.hotswap.core.timeutil import parse_time
 
 JSON = Mapping[str, Any]
-_INSTANCE_CHIPS = re.compile(r"-(\d+)t$")
+_INSTANCE_CHIPS = re.compile(r"-(\d{1,3})t$")
+MAX_CHIPS_PER_NODE = 64
+JOB_API_VERSION = "batch/v1"
+"""The API version of the Job that controls a JobSet's pod (the Job controller's owner reference)."""
+
+
+def _map(value: Any) -> JSON:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list | tuple) else []
+
+
+def _maps(value: Any) -> list[JSON]:
+    return [v for v in _list(value) if isinstance(v, Mapping)]
+
+
+def _str(value: Any, default: str = "") -> str:
+    return value if isinstance(value, str) else default
+
+
+def _time(value: Any) -> float | None:
+    return parse_time(value) if isinstance(value, str) else None
 
 
 def _meta(obj: JSON) -> JSON:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
+    return _map(obj.get("metadata")) if isinstance(obj, Mapping) else {}
 
 
 def _strs(value: Any) -> dict[str, str]:
@@ -28,8 +59,9 @@ def _strs(value: Any) -> dict[str, str]:
 
 def object_key(obj: JSON) -> str:
     meta = _meta(obj)
-    ns = meta.get("namespace") or ""
-    return f"{ns}/{meta.get('name', '')}" if ns else str(meta.get("name", ""))
+    ns = _str(meta.get("namespace"))
+    name = _str(meta.get("name"))
+    return f"{ns}/{name}" if ns else name
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,16 +75,15 @@ class NodeRecord:
 
 
 def _chips_per_node(obj: JSON, labels: Mapping[str, str]) -> int:
-    status = obj.get("status") or {}
+    status = _map(obj.get("status"))
     for section in ("capacity", "allocatable"):
-        value = (status.get(section) or {}).get(k.TPU_RESOURCE)
+        value = _map(status.get(section)).get(k.TPU_RESOURCE)
         try:
-            if value is not None and int(value) > 0:
-                return int(value)
-        except (TypeError, ValueError):
+            return inputs.integer(value, reason="chips", low=1, high=MAX_CHIPS_PER_NODE)
+        except InputError:
             continue
     m = _INSTANCE_CHIPS.search(labels.get("node.kubernetes.io/instance-type", ""))
-    return int(m.group(1)) if m else 4
+    return int(m.group(1)) if m and 0 < int(m.group(1)) <= MAX_CHIPS_PER_NODE else 4
 
 
 def node_from_api(obj: JSON) -> NodeRecord | None:
@@ -63,39 +94,37 @@ def node_from_api(obj: JSON) -> NodeRecord | None:
     accelerator = labels.get(k.TPU_ACCELERATOR_LABEL)
     if not pool or not accelerator:
         return None
-    spec = obj.get("spec") or {}
-    status = obj.get("status") or {}
+    spec = _map(obj.get("spec"))
+    status = _map(obj.get("status"))
     taints = tuple(
         Taint(
-            key=str(t.get("key", "")),
-            effect=str(t.get("effect", "")),
-            value=str(t.get("value") or ""),
-            time_added=parse_time(t.get("timeAdded")),
+            key=_str(t.get("key")),
+            effect=_str(t.get("effect")),
+            value=_str(t.get("value")),
+            time_added=_time(t.get("timeAdded")),
         )
-        for t in spec.get("taints") or ()
-        if isinstance(t, Mapping)
+        for t in _maps(spec.get("taints"))
     )
     conditions = tuple(
         Condition(
-            type=str(c.get("type", "")),
-            status=str(c.get("status", "Unknown")),
-            last_transition=parse_time(c.get("lastTransitionTime")) or 0.0,
-            reason=str(c.get("reason") or ""),
+            type=_str(c.get("type")),
+            status=_str(c.get("status"), "Unknown"),
+            last_transition=_time(c.get("lastTransitionTime")) or 0.0,
+            reason=_str(c.get("reason")),
         )
-        for c in status.get("conditions") or ()
-        if isinstance(c, Mapping)
+        for c in _maps(status.get("conditions"))
     )
     node = Node(
-        name=str(meta.get("name", "")),
+        name=_str(meta.get("name")),
         pool=pool,
         conditions=conditions,
         taints=taints,
         labels=labels,
         annotations=_strs(meta.get("annotations")),
-        unschedulable=bool(spec.get("unschedulable", False)),
-        created=parse_time(meta.get("creationTimestamp")) or 0.0,
-        uid=str(meta.get("uid", "")),
-        resource_version=str(meta.get("resourceVersion", "")),
+        unschedulable=spec.get("unschedulable") is True,
+        created=_time(meta.get("creationTimestamp")) or 0.0,
+        uid=_str(meta.get("uid")),
+        resource_version=_str(meta.get("resourceVersion")),
     )
     return NodeRecord(node, labels.get(k.TPU_TOPOLOGY_LABEL, ""), accelerator, _chips_per_node(obj, labels))
 
@@ -110,8 +139,8 @@ class NodeLease:
 
 def lease_from_api(obj: JSON) -> NodeLease | None:
     """None for a Lease without ``spec.renewTime``: no heartbeat known, so no signal from it."""
-    renewed = parse_time((obj.get("spec") or {}).get("renewTime"))
-    name = str(_meta(obj).get("name", ""))
+    renewed = _time(_map(obj.get("spec")).get("renewTime"))
+    name = _str(_meta(obj).get("name"))
     return NodeLease(name, renewed) if renewed is not None and name else None
 
 
@@ -169,120 +198,221 @@ def pools_from_nodes(records: Iterable[NodeRecord]) -> tuple[NodePool, ...]:
 
 def _requests_tpu(spec: JSON) -> bool:
     for group in ("containers", "initContainers"):
-        for c in spec.get(group) or ():
-            res = c.get("resources") or {}
+        for c in _maps(spec.get(group)):
+            res = _map(c.get("resources"))
             for section in ("requests", "limits"):
-                value = (res.get(section) or {}).get(k.TPU_RESOURCE)
+                value = _map(res.get(section)).get(k.TPU_RESOURCE)
                 if value not in (None, "0", 0):
                     return True
     return False
 
 
+def _controller_job(meta: JSON) -> str:
+    """Name of the Job that controls the pod (its controller owner reference), or ''."""
+    for ref in _maps(meta.get("ownerReferences")):
+        if (
+            ref.get("controller") is True
+            and ref.get("kind") == "Job"
+            and ref.get("apiVersion") == JOB_API_VERSION
+            and isinstance(ref.get("name"), str)
+        ):
+            return str(ref["name"])
+    return ""
+
+
 def pod_from_api(obj: JSON) -> Pod:
+    """A pod; it belongs to a JobSet only through JobSet's own markers.
+
+    The JobSet controller (v0.12.0, ``pkg/controllers/jobset_controller.go``,
+    ``labelAndAnnotateObject``) labels each child Job's pod template with
+    ``jobset.sigs.k8s.io/jobset-name`` and ``jobset.sigs.k8s.io/jobset-uid``
+    (``api/jobset/v1alpha2/jobset_types.go``), and the Job controller makes the Job the pod's
+    controller owner (kubernetes/kubernetes ``pkg/controller/job/job_controller.go``:
+    ``metav1.NewControllerRef(job, controllerKind)``, kind ``Job`` of ``batch/v1``). A pod counts as
+    the JobSet's only with both labels and a controlling Job; the core then also requires the UID
+    to be the JobSet's. Anyone can put a name label on a bare pod.
+    """
     meta = _meta(obj)
     labels = _strs(meta.get("labels"))
-    spec = obj.get("spec") or {}
-    status = obj.get("status") or {}
-    ns = str(meta.get("namespace", ""))
-    jobset_name = labels.get(k.JOBSET_NAME_LABEL)
-    job = labels.get(k.JOB_NAME_LABEL) or labels.get(k.LEGACY_JOB_NAME_LABEL) or ""
-    if not job:
-        for ref in meta.get("ownerReferences") or ():
-            if ref.get("kind") == "Job":
-                job = str(ref.get("name", ""))
+    spec = _map(obj.get("spec"))
+    status = _map(obj.get("status"))
+    ns = _str(meta.get("namespace"))
+    name = _str(meta.get("name"))
+    uid = _str(meta.get("uid"))
+    owner_job = _controller_job(meta)
+    jobset_name = labels.get(k.JOBSET_NAME_LABEL, "")
+    jobset_uid = labels.get(k.JOBSET_UID_LABEL, "")
+    owned = bool(jobset_name and jobset_uid and owner_job)
+    job = owner_job or labels.get(k.JOB_NAME_LABEL) or labels.get(k.LEGACY_JOB_NAME_LABEL) or ""
     unschedulable_since = None
-    for c in status.get("conditions") or ():
+    for c in _maps(status.get("conditions")):
         if (
             c.get("type") == "PodScheduled"
             and c.get("status") == "False"
             and c.get("reason") == "Unschedulable"
         ):
-            unschedulable_since = parse_time(c.get("lastTransitionTime"))
+            unschedulable_since = _time(c.get("lastTransitionTime"))
+    rejection = None
+    try:
+        priority = inputs.integer(
+            spec.get("priority"), reason="priority", low=inputs.INT32_MIN, high=inputs.INT32_MAX, default=0
+        )
+    except InputError as err:
+        priority = inputs.INT32_MAX
+        rejection = Rejection("Pod", ns, name, uid, err.reason, f"spec.priority: {err.detail}")
+    node = spec.get("nodeName")
+    nominated = status.get("nominatedNodeName")
     return Pod(
         namespace=ns,
-        name=str(meta.get("name", "")),
-        uid=str(meta.get("uid", "")),
-        jobset=f"{ns}/{jobset_name}" if jobset_name else None,
+        name=name,
+        uid=uid,
+        jobset=f"{ns}/{jobset_name}" if owned and rejection is None else None,
+        jobset_uid=jobset_uid if owned and rejection is None else "",
         job=job,
-        node=spec.get("nodeName") or None,
-        phase=str(status.get("phase") or "Pending"),
-        priority=int(spec.get("priority") or 0),
-        deletion_timestamp=parse_time(meta.get("deletionTimestamp")),
-        nominated_node=status.get("nominatedNodeName") or None,
+        node=node if isinstance(node, str) and node else None,
+        phase=_str(status.get("phase")) or "Pending",
+        priority=priority,
+        deletion_timestamp=_time(meta.get("deletionTimestamp")),
+        nominated_node=nominated if isinstance(nominated, str) and nominated else None,
         unschedulable_since=unschedulable_since,
-        gated=bool(spec.get("schedulingGates")),
+        gated=bool(_list(spec.get("schedulingGates"))),
         uses_accelerator=_requests_tpu(spec),
-        created=parse_time(meta.get("creationTimestamp")) or 0.0,
-        started=parse_time(status.get("startTime")),
+        created=_time(meta.get("creationTimestamp")) or 0.0,
+        started=_time(status.get("startTime")),
+        rejection=rejection,
     )
 
 
 def _ignores_disruptions(spec: JSON) -> bool:
     """DisruptionTarget -> FailJob in the Job template and PodFailurePolicy ->
     RestartJobSetAndIgnoreMaxRestarts in the JobSet (JobSet's host-maintenance example)."""
-    rules = (spec.get("failurePolicy") or {}).get("rules") or ()
+    rules = _maps(_map(spec.get("failurePolicy")).get("rules"))
     ignoring = [r for r in rules if r.get("action") == "RestartJobSetAndIgnoreMaxRestarts"]
-    if any(not r.get("onJobFailureReasons") for r in ignoring):
+    if any(not _list(r.get("onJobFailureReasons")) for r in ignoring):
         return True
-    if not any("PodFailurePolicy" in (r.get("onJobFailureReasons") or ()) for r in ignoring):
+    if not any("PodFailurePolicy" in _list(r.get("onJobFailureReasons")) for r in ignoring):
         return False
-    for rj in spec.get("replicatedJobs") or ():
-        job_spec = (rj.get("template") or {}).get("spec") or {}
-        for rule in (job_spec.get("podFailurePolicy") or {}).get("rules") or ():
-            conds = rule.get("onPodConditions") or ()
+    for rj in _maps(spec.get("replicatedJobs")):
+        job_spec = _map(_map(rj.get("template")).get("spec"))
+        for rule in _maps(_map(job_spec.get("podFailurePolicy")).get("rules")):
+            conds = _maps(rule.get("onPodConditions"))
             if rule.get("action") == "FailJob" and any(c.get("type") == "DisruptionTarget" for c in conds):
                 return True
     return False
 
 
-def jobset_from_api(obj: JSON) -> JobSet:
-    """The JobSet as declared; priority and run start are filled from its pods by :func:`with_pods`."""
-    meta = _meta(obj)
-    spec = obj.get("spec") or {}
-    status = obj.get("status") or {}
-    annotations = _strs(meta.get("annotations"))
+def _slice_shape(spec: JSON) -> tuple[str, str, int, int]:
+    """(topology, accelerator, slices, template priority) of the replicated Jobs that select a TPU
+    topology; raises InputError on a malformed or out-of-bounds value."""
     topology, accelerator, slices, priority = "", "tpu-v6e-slice", 0, 0
-    for rj in spec.get("replicatedJobs") or ():
-        pod_spec = (((rj.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec") or {}
-        selector = pod_spec.get("nodeSelector") or {}
-        if k.TPU_TOPOLOGY_LABEL in selector:
-            topology = topology or str(selector[k.TPU_TOPOLOGY_LABEL])
-            accelerator = str(selector.get(k.TPU_ACCELERATOR_LABEL, accelerator))
-            slices += int(rj.get("replicas", 1) or 1)
-            priority = max(priority, int(pod_spec.get("priority") or 0))
-    policy = spec.get("failurePolicy") or {}
-    interval = annotations.get(k.CHECKPOINT_INTERVAL_ANNOTATION)
+    for rj in _maps(spec.get("replicatedJobs")):
+        pod_spec = _map(_map(_map(_map(rj.get("template")).get("spec")).get("template")).get("spec"))
+        selector = _map(pod_spec.get("nodeSelector"))
+        if k.TPU_TOPOLOGY_LABEL not in selector:
+            continue
+        shape = inputs.topology(selector[k.TPU_TOPOLOGY_LABEL])
+        if topology and shape != topology:
+            raise InputError(
+                "topology", f"replicated Jobs ask for different topologies ({topology}, {shape})"
+            )
+        topology = shape
+        chosen = selector.get(k.TPU_ACCELERATOR_LABEL, accelerator)
+        if not isinstance(chosen, str) or not 0 < len(chosen) <= 63:
+            raise InputError("accelerator", f"nodeSelector {k.TPU_ACCELERATOR_LABEL} is not a label value")
+        accelerator = chosen
+        # JobSet v0.12.0 ReplicatedJob.Replicas: int32, +kubebuilder:default=1.
+        slices += inputs.integer(
+            rj.get("replicas"), reason="replicas", low=0, high=inputs.MAX_SLICES, default=1
+        )
+        priority = max(
+            priority,
+            inputs.integer(
+                pod_spec.get("priority"),
+                reason="priority",
+                low=inputs.INT32_MIN,
+                high=inputs.INT32_MAX,
+                default=0,
+            ),
+        )
+    if slices > inputs.MAX_SLICES:
+        raise InputError("replicas", f"{slices} slices in total exceeds {inputs.MAX_SLICES}")
+    return topology, accelerator, slices, priority
+
+
+def _checkpoint(annotations: Mapping[str, str]) -> tuple[float | None, float | None]:
+    """(last checkpoint, checkpoint interval) from the workload's own annotations."""
+    text = annotations.get(k.LAST_CHECKPOINT_ANNOTATION)
+    last = None
+    if text is not None and text.strip():
+        last = parse_time(text)
+        if last is None:
+            raise InputError(
+                "last-checkpoint-time",
+                f"{text[:60]!r} is not an RFC 3339 time or epoch seconds in 1970..9999",
+            )
+    interval_text = annotations.get(k.CHECKPOINT_INTERVAL_ANNOTATION)
+    interval = None
+    if interval_text is not None and interval_text.strip():
+        interval = inputs.seconds(
+            interval_text, reason="checkpoint-interval", high=inputs.MAX_INTERVAL_SECONDS
+        )
+    return last, interval
+
+
+def jobset_from_api(obj: JSON) -> JobSet:
+    """The JobSet as declared; priority and run start are filled from its pods by :func:`with_pods`.
+
+    A refused value gives a JobSet carrying only its identity and the :class:`Rejection`."""
+    meta = _meta(obj)
+    namespace, name, uid = _str(meta.get("namespace")), _str(meta.get("name")), _str(meta.get("uid"))
     try:
-        checkpoint_interval = float(interval) if interval else None
-    except ValueError:
-        checkpoint_interval = None
+        return _jobset(obj, meta, namespace, name, uid)
+    except InputError as err:
+        rejection = Rejection("JobSet", namespace, name, uid, err.reason, err.detail)
+        return JobSet(namespace, name, uid, priority=0, topology="", rejection=rejection)
+
+
+def _jobset(obj: JSON, meta: JSON, namespace: str, name: str, uid: str) -> JobSet:
+    spec = _map(obj.get("spec"))
+    status = _map(obj.get("status"))
+    annotations = _strs(meta.get("annotations"))
+    topology, accelerator, slices, priority = _slice_shape(spec)
+    policy = _map(spec.get("failurePolicy"))
+    last_checkpoint, checkpoint_interval = _checkpoint(annotations)
+    inputs.flag(annotations.get(k.PREEMPTIBLE_ANNOTATION), reason="preemptible")
+    restarts = status.get("restartsCountTowardsMax", status.get("restarts"))
     return JobSet(
-        namespace=str(meta.get("namespace", "")),
-        name=str(meta.get("name", "")),
-        uid=str(meta.get("uid", "")),
+        namespace=namespace,
+        name=name,
+        uid=uid,
         priority=priority,
         topology=topology,
         slices=max(slices, 1),
         accelerator=accelerator,
         labels=_strs(meta.get("labels")),
         annotations=annotations,
-        restart_strategy=str(policy.get("restartStrategy") or "Recreate"),
-        max_restarts=int(policy.get("maxRestarts") or 0),
-        restarts=int(status.get("restartsCountTowardsMax", status.get("restarts", 0)) or 0),
+        restart_strategy=_str(policy.get("restartStrategy")) or "Recreate",
+        max_restarts=inputs.integer(
+            policy.get("maxRestarts"), reason="max-restarts", low=0, high=inputs.MAX_RESTARTS, default=0
+        ),
+        restarts=inputs.integer(restarts, reason="restarts", low=0, high=inputs.MAX_RESTARTS, default=0),
         disruption_ignores_max_restarts=_ignores_disruptions(spec),
-        suspended=bool(spec.get("suspend", False)),
+        suspended=spec.get("suspend") is True,
         finished=bool(status.get("terminalState")) or meta.get("deletionTimestamp") is not None,
-        created=parse_time(meta.get("creationTimestamp")) or 0.0,
-        last_checkpoint=parse_time(annotations.get(k.LAST_CHECKPOINT_ANNOTATION)),
+        created=_time(meta.get("creationTimestamp")) or 0.0,
+        last_checkpoint=last_checkpoint,
         checkpoint_interval=checkpoint_interval,
     )
 
 
 def with_pods(js: JobSet, pods: Iterable[Pod]) -> JobSet:
-    """Priority as kube-scheduler sees it (the pods' resolved priority) and the current run's start."""
+    """Priority as kube-scheduler sees it (the pods' resolved priority) and the current run's start,
+    from the pods that really are this JobSet's (same key and UID)."""
     priority = None
     running_since = None
     for p in pods:
+        if p.jobset != js.key or p.jobset_uid != js.uid:
+            continue
         priority = p.priority if priority is None else max(priority, p.priority)
         if p.phase == "Running" and not p.terminating and p.started is not None:
             running_since = p.started if running_since is None else min(running_since, p.started)

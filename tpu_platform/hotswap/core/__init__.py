@@ -14,17 +14,18 @@ Snapshot (``tpu_platform.hotswap.core.model``; times are float epoch seconds)
     ``JobSet(namespace, name, uid, priority, topology, slices=1, accelerator="tpu-v6e-slice",
     labels={}, annotations={}, restart_strategy="Recreate", max_restarts=0, restarts=0,
     disruption_ignores_max_restarts=False, suspended=False, finished=False, created=0.0,
-    running_since=None, last_checkpoint=None, checkpoint_interval=None)``
-    ``Pod(namespace, name, uid, jobset=None, job="", node=None, phase="Pending", priority=0,
-    deletion_timestamp=None, nominated_node=None, unschedulable_since=None, gated=False,
-    uses_accelerator=True, created=0.0, started=None)``
+    running_since=None, last_checkpoint=None, checkpoint_interval=None, rejection=None)``
+    ``Pod(namespace, name, uid, jobset=None, jobset_uid="", job="", node=None, phase="Pending",
+    priority=0, deletion_timestamp=None, nominated_node=None, unschedulable_since=None, gated=False,
+    uses_accelerator=True, created=0.0, started=None, rejection=None)``
 
 Decision
     ``decide(snapshot, settings=None) -> Decision`` with ``actions`` (ordered), ``pools``
     (:class:`PoolStatus` per pool: ``name, state`` (Healthy/Suspect/Unhealthy/Recovering),
     ``problems, bad_since, unhealthy_since, clean_since, recovers_at, flapping, declared_now,
     recovered_now, history``), ``preemptions`` (:class:`Preemption`: ``beneficiary, priority, victims,
-    pools, slices_needed, work_lost, cleared_pools``), ``held`` (mass-outage guard) and ``notes``.
+    pools, slices_needed, work_lost, cleared_pools``), ``held`` (mass-outage guard), ``notes`` and
+    ``rejected`` (:class:`Rejection` per JobSet or pod left alone because a value was refused).
     ``reconcile(snapshot, settings=None) -> tuple[Action, ...]`` is the short form.
     Deterministic, and idempotent: ``decide(apply_actions(s, decide(s).actions))`` has no actions.
     ``decide(snapshot, settings, memory=previous.memory)``: the optional, immutable :class:`PoolMemory`
@@ -45,13 +46,12 @@ Settings
     errors raise :class:`SettingsError` naming the field.
 
 Helpers
-    :func:`apply_actions` (reference semantics of actions on a snapshot), the ``builders`` module
-    (``make_pool``, ``make_pools``, ``make_nodes``, ``fail_node``, ``heal_node``, ``make_jobset``,
-    ``running_pods``, ``pending_pods``), :func:`is_managed`, :func:`is_preemptible`,
+    :func:`apply_actions` (reference semantics of actions on a snapshot), :func:`is_managed`,
+    :func:`is_preemptible`,
     :func:`select_victims`, :func:`work_lost_seconds`.
 """
 
-from tpu_platform.hotswap.core import builders, constants
+from tpu_platform.hotswap.core import constants
 from tpu_platform.hotswap.core.actions import (
     Action,
     AnnotateJobSet,
@@ -72,6 +72,7 @@ from tpu_platform.hotswap.core.health import (
     node_dead_since,
     node_key,
 )
+from tpu_platform.hotswap.core.inputs import Rejection
 from tpu_platform.hotswap.core.model import (
     Condition,
     JobSet,
@@ -117,13 +118,13 @@ __all__ = [
     "PoolStatus",
     "Preemption",
     "Problem",
+    "Rejection",
     "Settings",
     "SettingsError",
     "Snapshot",
     "Taint",
     "action_sort_key",
     "apply_actions",
-    "builders",
     "constants",
     "decide",
     "format_time",

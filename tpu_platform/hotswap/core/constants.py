@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from tpu_platform.hotswap.core.taint import Taint
+
 DOMAIN: Final = "tpu-platform.dev"
 
 # --- opt-in contract (on the JobSet object) --------------------------------------------------------
@@ -62,6 +64,8 @@ NODEPOOL_LABEL: Final = "cloud.google.com/gke-nodepool"
 TPU_ACCELERATOR_LABEL: Final = "cloud.google.com/gke-tpu-accelerator"
 TPU_TOPOLOGY_LABEL: Final = "cloud.google.com/gke-tpu-topology"
 TPU_RESOURCE: Final = "google.com/tpu"
+GKE_TPU_TAINT: Final = Taint(key=TPU_RESOURCE, effect="NoSchedule", value="present")
+"""The taint GKE puts on every TPU node (only pods that tolerate it, i.e. TPU workloads, land there)."""
 NOT_READY_TAINT: Final = "node.kubernetes.io/not-ready"
 UNREACHABLE_TAINT: Final = "node.kubernetes.io/unreachable"
 IMPENDING_TERMINATION_TAINT: Final = "cloud.google.com/impending-node-termination"
@@ -72,6 +76,9 @@ SCHEDULED_MAINTENANCE_LABEL: Final = "cloud.google.com/scheduled-maintenance-tim
 
 # --- JobSet labels on pods -------------------------------------------------------------------------
 JOBSET_NAME_LABEL: Final = "jobset.sigs.k8s.io/jobset-name"
+JOBSET_UID_LABEL: Final = "jobset.sigs.k8s.io/jobset-uid"
+"""Set by the JobSet controller on its Jobs' pods (JobSet v0.12.0 ``api/jobset/v1alpha2/jobset_types.go``
+``JobSetUIDKey``; ``pkg/controllers/jobset_controller.go`` ``labelAndAnnotateObject``)."""
 JOB_NAME_LABEL: Final = "batch.kubernetes.io/job-name"
 LEGACY_JOB_NAME_LABEL: Final = "job-name"
 

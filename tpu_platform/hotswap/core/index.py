@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from tpu_platform.hotswap.core.inputs import Rejection
 from tpu_platform.hotswap.core.model import JobSet, Node, NodePool, Pod, Snapshot, is_managed
+from tpu_platform.hotswap.core.screen import as_occupant, jobset_rejection, pod_rejection
 from tpu_platform.hotswap.core.settings import Settings
 
 
 class ClusterIndex:
-    """Snapshot grouped by pool and by JobSet. Only pools of managed accelerators are indexed."""
+    """Snapshot grouped by pool and by JobSet. Only pools of managed accelerators are indexed.
+
+    Refused objects (:mod:`tpu_platform.hotswap.core.screen`) are listed in ``rejected``: a refused
+    JobSet is not indexed, and a refused pod, or one whose ``jobset_uid`` is not its JobSet's UID,
+    belongs to no JobSet (it still occupies its node).
+    """
 
     __slots__ = (
         "jobsets",
@@ -19,6 +28,7 @@ class ClusterIndex:
         "pods_by_jobset",
         "pods_by_pool",
         "pools",
+        "rejected",
         "terminating",
     )
 
@@ -36,7 +46,14 @@ class ClusterIndex:
                 self.node_pool[n.name] = n.pool
         for members in self.nodes_by_pool.values():
             members.sort(key=lambda n: n.name)
-        self.jobsets: dict[str, JobSet] = {js.key: js for js in snap.jobsets}
+        self.rejected: list[Rejection] = []
+        self.jobsets: dict[str, JobSet] = {}
+        for js in snap.jobsets:
+            refused = jobset_rejection(js)
+            if refused is None:
+                self.jobsets[js.key] = js
+            else:
+                self.rejected.append(refused)
         self.managed: frozenset[str] = frozenset(key for key, js in self.jobsets.items() if is_managed(js))
         self.pods_by_jobset: dict[str, list[Pod]] = {}
         self.pods_by_pool: dict[str, list[Pod]] = {name: [] for name in self.pools}
@@ -45,7 +62,7 @@ class ClusterIndex:
         """Pods with a deletion timestamp on managed-pool nodes, finished or not."""
         self.nominated_pools: set[str] = set()
         node_pool = self.node_pool
-        for pod in snap.pods:
+        for pod in self._screened_pods(snap.pods):
             pool = node_pool.get(pod.node) if pod.node is not None else None
             if pod.deletion_timestamp is not None and pool is not None:
                 self.terminating.append(pod)
@@ -59,6 +76,21 @@ class ClusterIndex:
                 nominated = node_pool.get(pod.nominated_node)
                 if nominated is not None:
                     self.nominated_pools.add(nominated)
+
+    def _screened_pods(self, pods: tuple[Pod, ...]) -> list[Pod]:
+        out = []
+        for raw in pods:
+            pod = raw
+            refused = pod_rejection(raw)
+            if refused is not None:
+                self.rejected.append(refused)
+                pod = as_occupant(raw)
+            elif raw.jobset is not None and raw.jobset_uid:
+                owner = self.jobsets.get(raw.jobset)
+                if owner is None or owner.uid != raw.jobset_uid:
+                    pod = replace(raw, jobset=None)
+            out.append(pod)
+        return out
 
     def pods_of(self, jobset_key: str) -> list[Pod]:
         return self.pods_by_jobset.get(jobset_key, [])

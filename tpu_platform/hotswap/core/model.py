@@ -6,29 +6,19 @@ modelled; the adapter (or a simulator) fills these from the cluster.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 from tpu_platform.hotswap.core import constants as k
+from tpu_platform.hotswap.core import inputs
+from tpu_platform.hotswap.core.inputs import Rejection
+from tpu_platform.hotswap.core.taint import Taint
 
 
 def topology_chips(topology: str) -> int:
-    """Chips in a slice topology such as ``"4x4"`` or ``"2x2x1"``; 0 if unparsable."""
-    try:
-        dims = [int(d) for d in topology.lower().split("x")]
-    except ValueError:
-        return 0
-    return math.prod(dims) if dims and all(d > 0 for d in dims) else 0
-
-
-@dataclass(frozen=True, slots=True)
-class Taint:
-    key: str
-    effect: str = "NoSchedule"
-    value: str = ""
-    time_added: float | None = None
-    """Only NoExecute taints carry it in Kubernetes."""
+    """Chips in a slice topology such as ``"4x4"`` or ``"2x2x1"``; 0 if not a well-formed, bounded
+    topology (:func:`tpu_platform.hotswap.core.inputs.topology`)."""
+    return inputs.topology_chips(topology)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +85,12 @@ class Pod:
     name: str
     uid: str
     jobset: str | None = None
-    """``namespace/name`` of the owning JobSet (pod label ``jobset.sigs.k8s.io/jobset-name``)."""
+    """``namespace/name`` of the owning JobSet. The adapter sets it only for a pod controlled by a
+    Job (owner reference) that carries JobSet's ``jobset.sigs.k8s.io/jobset-name`` and
+    ``jobset-uid`` labels, never from the name label alone."""
+    jobset_uid: str = ""
+    """The ``jobset.sigs.k8s.io/jobset-uid`` label. When set, the pod belongs to the JobSet only if
+    this equals the JobSet's UID (a namesake's or a forger's pod does not)."""
     job: str = ""
     """Child Job name. With exclusive placement each Job occupies exactly one slice."""
     node: str | None = None
@@ -112,6 +107,8 @@ class Pod:
     """Requests ``google.com/tpu``: only such pods occupy a slice."""
     created: float = 0.0
     started: float | None = None
+    rejection: Rejection | None = None
+    """Set by the adapter when a value on the pod was refused: it then belongs to no JobSet."""
 
     @property
     def key(self) -> str:
@@ -154,6 +151,9 @@ class JobSet:
     """Start of the current run (earliest start time of its running pods)."""
     last_checkpoint: float | None = None
     checkpoint_interval: float | None = None
+    rejection: Rejection | None = None
+    """Set by the adapter when a tenant-written value was refused: the core then leaves the JobSet
+    alone (as if unmanaged) and reports it."""
 
     @property
     def key(self) -> str:
@@ -172,9 +172,16 @@ def is_managed(js: JobSet) -> bool:
     )
 
 
-def is_preemptible(js: JobSet) -> bool:
-    """Managed and not opted out of being a victim."""
-    return is_managed(js) and js.annotations.get(k.PREEMPTIBLE_ANNOTATION, "").lower() != "false"
+def is_preemptible(js: JobSet, opt_out_namespaces: Collection[str] = ()) -> bool:
+    """Managed and not opted out of being a victim.
+
+    ``preemptible: "false"`` is honoured only in ``opt_out_namespaces`` (the stack's grant,
+    ``Settings.opt_out_namespaces``): elsewhere a JobSet cannot take the controller's help as a
+    beneficiary while refusing ever to be a victim."""
+    if not is_managed(js):
+        return False
+    opted_out = js.annotations.get(k.PREEMPTIBLE_ANNOTATION, "").strip().lower() == "false"
+    return not (opted_out and js.namespace in opt_out_namespaces)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ from tpu_platform.hotswap.core.health import (
     assess_pool,
 )
 from tpu_platform.hotswap.core.index import ClusterIndex
+from tpu_platform.hotswap.core.inputs import Rejection
 from tpu_platform.hotswap.core.model import Pod, Snapshot
 from tpu_platform.hotswap.core.preemption import Preemption, plan_preemptions
 from tpu_platform.hotswap.core.settings import Settings
@@ -36,6 +37,9 @@ class Decision:
     memory: PoolMemory = field(default_factory=PoolMemory)
     """Pool state as these actions leave it; pass it to the next ``decide`` so that a pool whose
     nodes are all recreated keeps its declaration, recovery clock and flap history."""
+    rejected: tuple[Rejection, ...] = ()
+    """Objects left alone because a tenant-written value was refused (the adapter reports them
+    with a warning Event and ``hotswap_rejected_inputs_total``)."""
 
     def pool(self, name: str) -> PoolStatus | None:
         for p in self.pools:
@@ -95,7 +99,9 @@ def decide(
             f"(> {s.max_bad_node_fraction:.0%}); likely a control-plane or network event, not acting"
         )
         # Nothing is written while held, so nothing new is remembered either.
-        return Decision(now, (), pools, held=True, notes=(note,), memory=previous)
+        return Decision(
+            now, (), pools, held=True, notes=(note,), memory=previous, rejected=tuple(idx.rejected)
+        )
 
     notes: list[str] = []
     evictions: dict[str, EvictPod] = {}
@@ -137,6 +143,7 @@ def decide(
         False,
         tuple(notes),
         memory=PoolMemory.of(records.values()),
+        rejected=tuple(idx.rejected),
     )
 
 
@@ -160,4 +167,4 @@ def _pool_event(status: PoolStatus, node: str, uid: str, now: float) -> EmitEven
     )
 
 
-__all__ = ["Decision", "PoolMemory", "PoolRecord", "PoolState", "decide", "reconcile"]
+__all__ = ["Decision", "PoolMemory", "PoolRecord", "PoolState", "Rejection", "decide", "reconcile"]

@@ -176,6 +176,15 @@ class Settings:
             "bool",
         ),
     )
+    opt_out_namespaces: tuple[str, ...] = field(
+        default=(),
+        metadata=_doc(
+            """Namespaces whose managed JobSets may opt out of being victims with the annotation
+            tpu-platform.dev/preemptible: "false". Elsewhere the annotation is ignored: a JobSet that
+            takes the controller's help (fail fast, preemption for it) can be preempted in turn.""",
+            "strings",
+        ),
+    )
     managed_accelerators: tuple[str, ...] = field(
         default=("tpu-v6e-slice",),
         metadata=_doc(

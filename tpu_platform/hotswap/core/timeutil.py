@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
+
+MAX_EPOCH = 253_402_300_799.0
+"""9999-12-31T23:59:59Z: the last instant RFC 3339 can write."""
 
 
 def format_time(t: float) -> str:
@@ -16,24 +20,27 @@ def format_time(t: float) -> str:
 def parse_time(text: str | None) -> float | None:
     """Parse RFC 3339 (``Z`` or offset, optional fraction) or plain epoch seconds; None if unparsable.
 
-    Unparsable values are treated as absent so a hand-edited annotation can never crash a reconcile.
+    Unparsable values, non-finite numbers (``NaN``, ``inf``) and times outside 1970..9999 are treated
+    as absent, so a hand-edited annotation can never crash a reconcile or poison arithmetic.
     """
-    if text is None:
+    if not isinstance(text, str):
         return None
     value = text.strip()
-    if not value:
+    if not value or len(value) > 64:
         return None
     try:
-        return float(value)
+        number = float(value)
     except ValueError:
-        pass
-    try:
-        dt = datetime.fromisoformat(value)
-    except ValueError:
+        try:
+            dt = datetime.fromisoformat(value)
+        except ValueError:
+            return None
+        if dt.tzinfo is None:
+            dt = dt.replace(tzinfo=UTC)
+        number = dt.timestamp()
+    if not math.isfinite(number) or not 0.0 <= number <= MAX_EPOCH:
         return None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=UTC)
-    return dt.timestamp()
+    return number
 
 
 def parse_time_list(text: str | None) -> tuple[float, ...]:

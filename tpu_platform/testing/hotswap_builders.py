@@ -23,7 +23,7 @@ from tpu_platform.hotswap.core.model import (
     topology_chips,
 )
 
-GKE_TPU_TAINT = Taint(key=k.TPU_RESOURCE, effect="NoSchedule", value="present")
+GKE_TPU_TAINT = k.GKE_TPU_TAINT
 
 
 def make_pool(
@@ -141,6 +141,7 @@ def running_pods(
                     name=f"{job}-{j}",
                     uid=f"uid-pod-{js.namespace}-{job}-{j}",
                     jobset=js.key,
+                    jobset_uid=js.uid,
                     job=job,
                     node=node.name,
                     phase=RUNNING,
@@ -172,6 +173,7 @@ def pending_pods(
                     name=f"{job}-{j}-a{attempt}",
                     uid=f"uid-pod-{js.namespace}-{job}-{j}-a{attempt}",
                     jobset=js.key,
+                    jobset_uid=js.uid,
                     job=job,
                     phase=PENDING,
                     priority=js.priority,
