@@ -80,8 +80,8 @@ def test_the_controller_and_the_platform_agree_on_its_keys() -> None:
 
 @pytest.mark.parametrize("namespace", sorted(constants.RESERVED_NAMESPACES | constants.BUILTIN_NAMESPACES))
 def test_no_reserved_namespace_is_the_hotswap_controllers(namespace: str) -> None:
+    from tests.config.stack_problems import only_problem
     from tests.conftest import MINIMAL_STACK
-    from tests.stack_problems import only_problem
 
     config = {**MINIMAL_STACK, "tpu-platform:hotswap": {"enabled": True, "namespace": namespace}}
     assert only_problem(config) == (

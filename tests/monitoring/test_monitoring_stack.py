@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.stack_problems import only_problem
+from tests.config.stack_problems import only_problem
 from tpu_platform.config.monitoring import prom_seconds
 from tpu_platform.monitoring import alert_rules, dashboard
 from tpu_platform.plan import parse_stack_config

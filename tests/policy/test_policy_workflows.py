@@ -11,7 +11,7 @@ import yaml
 
 from tpu_platform.plan import list_stacks
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = REPO_ROOT / ".github" / "workflows"
 
 

@@ -31,7 +31,7 @@ from pulumi_policy.version import VERSION as PULUMI_POLICY_VERSION
 from tpu_platform.policy import UNKNOWN, rules
 from tpu_platform.policy.pack import ALL_RULES, PACK_NAME, policies, to_plain
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 POLICY_DIR = REPO_ROOT / "policy"
 POOL_URN = (
     "urn:pulumi:dev::tpu-platform::tpu-platform:gke:TpuSlicePool$gcp:container/nodePool:NodePool::tpu-a-0"

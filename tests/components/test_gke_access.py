@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from tpu_platform.components.kubeconfig import render_kubeconfig
 
-from tests.stack_problems import only_problem
+from tests.config.stack_problems import only_problem
 from tpu_platform.plan import list_stacks, load_stack_config, stack_file
 
 CLUSTER = "gcp:container/cluster:Cluster"

@@ -15,7 +15,7 @@ from tpu_platform.plan.stacks import stack_file
 from tpu_platform.schema import CrdsUnavailable, default_validator
 from tpu_platform.slices import capacity_by_shape, expand_slices
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "jobsets"
 NAMES = ["low-jax-trillium", "high-jax-trillium"]
 

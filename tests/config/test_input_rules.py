@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.stack_problems import only_problem, problems_of
+from tests.config.stack_problems import only_problem, problems_of
 from tpu_platform.config import parse_platform
 from tpu_platform.config.checks import stack_warnings
 from tpu_platform.config.decode import decode_value, pulumi_text

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.stack_problems import only_problem, problems_of
+from tests.config.stack_problems import only_problem, problems_of
 from tpu_platform.config import StackConfigError
 from tpu_platform.plan import parse_stack_config
 

@@ -12,7 +12,7 @@ from tpu_platform.lint import LintContext, lint_jobset
 from tpu_platform.lint.stack import TPU_ONLY, context_from_stack
 from tpu_platform.plan import load_stack_config, parse_stack_config, stack_file
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "jobsets"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "jobsets"
 
 
 def seed_context(**kueue: object) -> LintContext:

@@ -24,7 +24,7 @@ from tpu_platform.plan.force_new import camel_path, force_new_fields, helper_fie
 from tpu_platform.plan.review import check_plan, format_review
 from tpu_platform.plan.stacks import PLANS_DIR, STACKS_DIR
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 PROD = yaml.safe_load((PLANS_DIR / "prod.yaml").read_text())
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "bench"
+BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
 def load(name: str) -> ModuleType:

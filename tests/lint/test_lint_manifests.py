@@ -26,7 +26,7 @@ from tpu_platform.lint.linter import INPUT_RULES, lint_files
 from tpu_platform.lint.sarif import to_sarif
 from tpu_platform.schema import CrdsUnavailable, default_validator
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "jobsets"
 CONTEXT = str(EXAMPLES / "seed-context.yaml")
 GUIDE = EXAMPLES / "seed-originals" / "kueue-and-priorities.yaml"

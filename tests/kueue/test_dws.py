@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.stack_problems import only_problem
+from tests.config.stack_problems import only_problem
 from tpu_platform.kueue import queue_objects
 from tpu_platform.kueue.provisioning import (
     CHECK_NAME,

@@ -12,7 +12,7 @@ from tpu_platform.cli import main
 from tpu_platform.lint import RULES, ContextError, context_from_data, load_context
 from tpu_platform.plan import list_stacks
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "jobsets"
 CONTEXT = str(EXAMPLES / "seed-context.yaml")
 FIXED = [str(EXAMPLES / "low-jax-trillium.yaml"), str(EXAMPLES / "high-jax-trillium.yaml")]

@@ -6,7 +6,7 @@ and Pulumi then deletes and re-creates those resources: for a node pool that mea
 slice (often a reservation) torn down. ``aliases`` carry the old identity over; these
 tests pin today's URNs and show that aliases keep them through a regrouping.
 
-Regenerate the pins (only when a replacement is intended):  python tests/test_urns.py --write
+Regenerate the pins (only when a replacement is intended):  python tests/plan/test_urns.py --write
 """
 
 from __future__ import annotations
@@ -38,14 +38,14 @@ from tpu_platform.plan import list_stacks, load_stack_config, parse_stack_config
 from tpu_platform.plan.harness import PlatformMocks, RecordingMonitor, config_values
 from tpu_platform.slices import expand_slices
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 PINS_DIR = REPO_ROOT / "tests" / "data" / "urns"
 PROJECT = yaml.safe_load((REPO_ROOT / "Pulumi.yaml").read_text())["name"]
 ROOT_STACK_TYPE = "pulumi:pulumi:Stack"
 # Resources whose replacement destroys capacity or the cluster itself.
 PINNED_TYPES = ("gcp:container/cluster:Cluster", "gcp:container/nodePool:NodePool")
-REGENERATE = "python tests/test_urns.py --write"
+REGENERATE = "python tests/plan/test_urns.py --write"
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ import yaml
 from tpu_platform import catalog
 from tpu_platform.lint import RULES, Finding, FlavorQuota, LintContext, QueueTarget, lint_jobset, load_context
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "jobsets"
 QUEUE = "kueue.x-k8s.io/queue-name"
 PRIORITY = "kueue.x-k8s.io/priority-class"
@@ -259,7 +259,7 @@ def test_every_rule_has_a_case() -> None:
     # Fired by the document and schema tests, and by context variations below.
     elsewhere = {
         "queue-resources",
-        # tests/test_lint_manifests.py: whole manifests, Kueue objects, input problems, counts.
+        # tests/lint/test_lint_manifests.py: whole manifests, Kueue objects, input problems, counts.
         "input-empty",
         "input-binary",
         "yaml-invalid",

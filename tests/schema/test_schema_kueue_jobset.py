@@ -13,7 +13,7 @@ import yaml
 
 from tpu_platform.schema import CrdsUnavailable, SchemaReport, SchemaValidator, check_object
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "jobsets"
 KUEUE = "kueue.x-k8s.io/v1beta2"
 JOBSET = "jobset.x-k8s.io/v1alpha2"
