@@ -333,9 +333,7 @@ def test_a_copy_of_the_books_is_a_what_if_that_leaves_them_alone(tree_cfg: Platf
 
 @settings(max_examples=80, deadline=None)
 @given(
-    ops=st.lists(
-        st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(1, 3), st.booleans()), max_size=12
-    )
+    ops=st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(1, 3), st.booleans()), max_size=12)
 )
 def test_usage_depends_only_on_what_each_queue_holds(ops: list[tuple[str, int, bool]]) -> None:
     """Kueue's addUsage/removeUsage leave every cohort with its children's usage past their local
