@@ -197,7 +197,7 @@ def test_whatif_from_the_wheel(full_env: Path, project: Path, tmp_path: Path) ->
         full_env, project, "tpu-platform", "whatif", "dev", "--after", "900", "--out", str(tmp_path)
     )
     assert result.returncode == 0, result.stderr
-    assert "MTTR" in result.stdout
+    assert "high-priority JobSets hit: pods Running" in result.stdout
     assert (tmp_path / "whatif-dev.png").stat().st_size > 0
 
 

@@ -70,7 +70,7 @@ def test_the_stacks_version_sets_the_grace_period() -> None:
     prod = parse_stack_config(load_stack_config(stack_file("prod")))
     assert stack_timings(prod).node_monitor_grace_s == 50.0
     raw = {
-        "project": "p",
+        "project": "sim-project",
         "region": "us-east5",
         "zone": "us-east5-b",
         "cluster": {"name": "c", "minMasterVersion": "1.31.2-gke.1115000"},
