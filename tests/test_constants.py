@@ -1,7 +1,7 @@
 """Shared names have one home: no layer spells a namespace, label, annotation or taint key itself.
 
 ``tpu_platform/hotswap`` keeps its own (its image ships nothing else; ``tpu_platform.constants``
-takes the controller's keys from it) and ``tpu_platform/sim`` is checked once it adopts them.
+takes the controller's keys from it); the simulator imports them like every other layer.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from tpu_platform import constants
 
 ROOT = Path(__file__).resolve().parent.parent
-EXEMPT = ("tpu_platform/constants.py", "tpu_platform/hotswap/", "tpu_platform/sim/")
+EXEMPT = ("tpu_platform/constants.py", "tpu_platform/hotswap/")
 
 
 def _shared_values() -> dict[str, str]:

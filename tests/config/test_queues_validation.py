@@ -9,6 +9,7 @@ import pytest
 
 from tests.config.stack_problems import only_problem, problems_of
 from tpu_platform.plan import parse_stack_config
+from tpu_platform.queueplan import queue_plan
 
 
 def team(name: str = "research", **fields: Any) -> dict[str, Any]:
@@ -124,7 +125,7 @@ def test_quota_in_chips_must_be_whole_slices(queued: dict[str, Any]) -> None:
 def test_quota_in_whole_chips_is_accepted(queued: dict[str, Any]) -> None:
     queued["tpu-platform:teams"][0]["quota"] = [{"topology": "4x4", "chips": 16, "borrowingLimitChips": 16}]
     cfg = parse_stack_config(queued)
-    (quota,) = cfg.teams[0].resolved_quota()
+    (quota,) = queue_plan(cfg).queue_of(cfg.teams[0].name).quotas
     assert (quota.nominal, quota.borrowing_limit) == (1, 1)
 
 

@@ -19,7 +19,7 @@ from tpu_platform.config import PlatformConfig
 from tpu_platform.constants import TPU_RESOURCE
 from tpu_platform.kueue import queue_objects
 from tpu_platform.plan import load_stack_config, parse_stack_config, stack_file
-from tpu_platform.queueplan import Claims, QuotaNode, TreeUsage, queue_plan
+from tpu_platform.queueplan import Claims, QuotaNode, QuotaTree, TreeUsage, queue_plan
 
 FOUR = catalog.lookup("4x4")
 EIGHT = catalog.lookup("8x8")
@@ -315,3 +315,70 @@ def test_committed_stacks_render_their_plan(stack_name: str) -> None:
         node.team: _planned(node) for node in plan.cluster_queues
     }
     assert [f["metadata"]["name"] for f in objects.resource_flavors] == [f.name for f in plan.flavors]
+
+
+def test_a_copy_of_the_books_is_a_what_if_that_leaves_them_alone(tree_cfg: PlatformConfig) -> None:
+    """The simulator tries preemptions on a copy: releasing victims there must not touch the books."""
+    tree = queue_plan(tree_cfg).tree
+    books = TreeUsage(tree)
+    c, product = tree.queues["c"], tree.cohorts["product"]
+    books.charge(c, FOUR, 4)
+    trial = books.copy()
+    assert (trial.of(c, FOUR), trial.of(product, FOUR)) == (4, 3)
+    trial.release(c, FOUR, 4)
+    trial.charge(tree.queues["a"], FOUR, 1)
+    assert (books.of(c, FOUR), books.of(product, FOUR), books.of(tree.queues["a"], FOUR)) == (4, 3, 0)
+    assert (trial.of(c, FOUR), trial.of(product, FOUR)) == (0, 0)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    ops=st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(1, 3), st.booleans()), max_size=12)
+)
+def test_usage_depends_only_on_what_each_queue_holds(ops: list[tuple[str, int, bool]]) -> None:
+    """Kueue's addUsage/removeUsage leave every cohort with its children's usage past their local
+    quota, whatever the order: releasing a workload admitted earlier than others (a preemption)
+    gives the same books as never having admitted it."""
+    tree = _TREE_CFG_TREE
+    books = TreeUsage(tree)
+    held = dict.fromkeys(["a", "b", "c"], 0)
+    for team, slices, release in ops:
+        amount = min(slices, held[team]) if release else slices
+        if release:
+            books.release(tree.queues[team], FOUR, amount)
+            held[team] -= amount
+        else:
+            books.charge(tree.queues[team], FOUR, amount)
+            held[team] += amount
+    fresh = TreeUsage(tree)
+    for team, amount in held.items():
+        fresh.charge(tree.queues[team], FOUR, amount)
+    nodes: list[QuotaNode] = [*tree.queues.values(), *tree.cohorts.values()]
+    assert [books.of(n, FOUR) for n in nodes] == [fresh.of(n, FOUR) for n in nodes]
+    assert [books.available(n, FOUR) for n in nodes] == [fresh.available(n, FOUR) for n in nodes]
+
+
+def test_lendable_is_what_a_cluster_queue_lends_its_cohort(tree_cfg: PlatformConfig) -> None:
+    """A ClusterQueue lends all of its nominal quota, or at most its lendingLimit (Kueue 0.19.2
+    ``pkg/cache/scheduler/resource_node.go``: the subtree quota less ``localQuota``)."""
+    tree = queue_plan(tree_cfg).tree
+    for team in ("a", "b", "c"):
+        node = tree.queues[team]
+        for quota in node.quotas:
+            assert quota.lendable == tree.lent(node, quota.shape), (team, quota.shape.topology)
+    assert [x.lendable for x in tree.queues["c"].ordered()] == [1, 1]
+
+
+def test_subtree_and_local_quota_are_the_same_when_asked_again(tree_cfg: PlatformConfig) -> None:
+    """The tree keeps a node's subtree and local quota once computed: a fresh tree on the same nodes,
+    asked in the opposite order, gives the same answers."""
+    tree = queue_plan(tree_cfg).tree
+    nodes: list[QuotaNode] = [*tree.queues.values(), *tree.cohorts.values()]
+    first = [(tree.subtree(n, s), tree.local(n, s)) for n in nodes for s in (FOUR, EIGHT)]
+    again = QuotaTree(tree.cohort_nodes, tree.queue_nodes)
+    backwards = [(again.local(n, s), again.subtree(n, s)) for n in reversed(nodes) for s in (EIGHT, FOUR)]
+    assert first == [(sub, loc) for loc, sub in reversed(backwards)]
+    assert first == [(tree.subtree(n, s), tree.local(n, s)) for n in nodes for s in (FOUR, EIGHT)]
+
+
+_TREE_CFG_TREE = queue_plan(_TREE_CFG).tree

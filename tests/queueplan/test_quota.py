@@ -118,7 +118,7 @@ def test_hierarchical_cohorts(stack: dict[str, Any]) -> None:
     cfg = build(stack, teams, cohorts)
     # product keeps its own slice and c's unlendable slice inside; research sees 3 + 1 lent by c.
     tree = queue_plan(cfg).tree
-    four = cfg.teams[0].resolved_quota()[0].shape
+    four = queue_plan(cfg).queue_of("a").ordered()[0].shape
     assert tree.subtree(tree.cohorts["product"], four) == 2  # own 1 + c lends 1
     assert tree.subtree(tree.cohorts["org"], four) == 3 + 0  # research 3 + product lends nothing up
     assert by_team(cfg) == {

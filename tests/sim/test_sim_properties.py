@@ -9,14 +9,17 @@ from collections import Counter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tpu_platform import catalog
+from tpu_platform.queueplan import FlavorQuota, QueuePlan, QuotaNode, QuotaTree, TreeUsage
 from tpu_platform.sim.failures import KINDS, KUBELET_RESTART
 from tpu_platform.sim.infra import Failure
-from tpu_platform.sim.kueue import ClusterQueue, Cohort, FlavorQuota, Kueue, QueueSetup, QuotaTree
+from tpu_platform.sim.kueue import ClusterQueue, Kueue, QueueSetup
 from tpu_platform.sim.run import Result, Simulation, make_policy, stack_scenario
 from tpu_platform.sim.scenarios import seed_jobsets, seed_stack
 
 SLICES = 3
 NODES = [f"seed-4x4-{p}-n{i}" for p in range(SLICES) for i in range(4)]
+FOUR = catalog.lookup("4x4")
 
 
 @st.composite
@@ -73,19 +76,22 @@ def trees(draw: st.DrawFn) -> QueueSetup:
     def quota() -> FlavorQuota:
         nominal = draw(st.integers(0, 3))
         return FlavorQuota(
+            FOUR,
+            "tpu-4x4",
             nominal,
             draw(st.one_of(st.none(), st.integers(0, 3))),
             draw(st.one_of(st.none(), st.integers(0, nominal))),
         )
 
-    cohorts = {"root": Cohort("root", None, {"4x4": quota()} if draw(st.booleans()) else {})}
+    cohorts = {"root": QuotaNode("Cohort", "root", None, (quota(),) if draw(st.booleans()) else ())}
     for i in range(draw(st.integers(0, 2))):
-        cohorts[f"c{i}"] = Cohort(f"c{i}", "root", {"4x4": quota()} if draw(st.booleans()) else {})
+        cohorts[f"c{i}"] = QuotaNode("Cohort", f"c{i}", "root", (quota(),) if draw(st.booleans()) else ())
     queues = {}
     for i in range(draw(st.integers(1, 4))):
         parent = draw(st.sampled_from(sorted(cohorts)))
-        queues[f"q{i}"] = ClusterQueue(f"q{i}", parent, {"4x4": quota()})
-    return QueueSetup(queues, {}, cohorts)
+        queues[f"q{i}"] = ClusterQueue(QuotaNode("ClusterQueue", f"q{i}", parent, (quota(),), team=f"q{i}"))
+    tree = QuotaTree(cohorts.values(), (cq.node for cq in queues.values()))
+    return QueueSetup(QueuePlan((), tree), queues)
 
 
 @settings(max_examples=200, deadline=None)
@@ -95,13 +101,14 @@ def test_hierarchical_quota_never_admits_more_than_the_tree_holds(
 ) -> None:
     """Admitting greedily while ``available`` allows it keeps every queue within nominal + borrowing
     limit and the whole tree within the sum of all nominal quotas (Kueue's ``resource_node.go``)."""
-    tree = QuotaTree(setup, "4x4")
+    books = TreeUsage(setup.plan.tree)
     used: dict[str, dict[str, int]] = {q: {} for q in setup.queues}
     order = data.draw(st.lists(st.sampled_from(sorted(setup.queues)), max_size=30))
     for queue in order:
-        if tree.available("cq:" + queue, used) >= 1:
+        if books.available(setup.queues[queue].node, FOUR) >= 1:
+            books.charge(setup.queues[queue].node, FOUR, 1)
             used[queue]["4x4"] = used[queue].get("4x4", 0) + 1
-    total = sum(c.quotas.get("4x4", FlavorQuota(0)).nominal for c in setup.cohorts.values()) + sum(
+    total = sum(q.nominal for c in setup.plan.cohorts for q in c.quotas) + sum(
         cq.quotas["4x4"].nominal for cq in setup.queues.values()
     )
     assert sum(u.get("4x4", 0) for u in used.values()) <= total
@@ -109,4 +116,4 @@ def test_hierarchical_quota_never_admits_more_than_the_tree_holds(
         q = cq.quotas["4x4"]
         if q.borrowing_limit is not None:
             assert used[name].get("4x4", 0) <= q.nominal + q.borrowing_limit
-        assert tree.available("cq:" + name, used) >= 0 or used[name].get("4x4", 0) == 0
+        assert books.available(cq.node, FOUR) >= 0 or used[name].get("4x4", 0) == 0

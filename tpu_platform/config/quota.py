@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar
 
 from pydantic import Field
@@ -51,28 +50,6 @@ class QuotaConfig(StackModel):
 
     def shape(self) -> catalog.SliceShape | None:
         return entry_shape(self.topology, self.multi_host)
-
-    def resolve(self) -> ResolvedQuota:
-        """Whole slices of a validated entry (the cross-checks guarantee the chips divide)."""
-        shape = self.shape()
-        if shape is None:
-            raise ValueError(f"quota for unknown topology {self.topology!r}")
-        return ResolvedQuota(
-            shape=shape,
-            nominal=as_slices(self.slices, self.chips, shape) or 0,
-            borrowing_limit=as_slices(self.borrowing_limit_slices, self.borrowing_limit_chips, shape),
-            lending_limit=as_slices(self.lending_limit_slices, self.lending_limit_chips, shape),
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class ResolvedQuota:
-    """One flavor's quota in whole slices; ``None`` limits mean "no limit"."""
-
-    shape: catalog.SliceShape
-    nominal: int
-    borrowing_limit: int | None = None
-    lending_limit: int | None = None
 
 
 def as_slices(slices: int | None, chips: int | None, shape: catalog.SliceShape) -> int | None:

@@ -7,11 +7,10 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .. import catalog
 from ..constants import BUILTIN_NAMESPACES
 from .base import StackModel, check_dns_label, check_dns_subdomain, fair_sharing_weight
 from .formats import check_label_key, check_label_value
-from .quota import QuotaConfig, ResolvedQuota
+from .quota import QuotaConfig
 
 RECLAIM_OUT_OF_COHORT = (
     "reclaimOutOfCohort exists in no Kueue version (the seed document invented it; Kueue would "
@@ -161,8 +160,3 @@ class TeamConfig(StackModel):
         first = namespaces[0] if namespaces else self.name
         entries = self.local_queues if self.local_queues is not None else [LocalQueueConfig()]
         return [(lq.namespace or first, lq.name or f"{self.name}-queue") for lq in entries]
-
-    def resolved_quota(self) -> list[ResolvedQuota]:
-        """Quota per shape, in catalog order (smallest slice first)."""
-        order = {shape: i for i, shape in enumerate(catalog.all_shapes())}
-        return sorted((q.resolve() for q in self.quota), key=lambda rq: order[rq.shape])

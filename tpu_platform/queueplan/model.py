@@ -51,6 +51,12 @@ class FlavorQuota:
         return self.nominal * self.shape.chips
 
     @property
+    def lendable(self) -> int:
+        """The part of the node's own nominal quota its parent may lend on: all of it, or at most
+        the lending limit (for a ClusterQueue this is ``QuotaTree.lent`` under a cohort)."""
+        return self.nominal if self.lending_limit is None else min(self.lending_limit, self.nominal)
+
+    @property
     def borrowing_limit_chips(self) -> int | None:
         return None if self.borrowing_limit is None else self.borrowing_limit * self.shape.chips
 

@@ -1,8 +1,8 @@
 """One quota/queue plan of a stack: flavors and their capacity, the cohort tree, and what
 each team is guaranteed, could borrow and lends.
 
-Kueue rendering, the linter's context, the summary, the stack's capacity check and the
-policy pack's quota rule read quotas from here; nothing else models them.
+Kueue rendering, the linter's context, the summary, the stack's capacity check, the
+policy pack's quota rule and the simulator read quotas from here; nothing else models them.
 """
 
 from __future__ import annotations

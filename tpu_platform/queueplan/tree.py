@@ -14,6 +14,9 @@ Kueue 0.19.2 ``pkg/cache/scheduler/resource_node.go``:
 
 Parent links of an invalid stack may form a cycle (the checks reject it); every walk here
 stops at a node it has already seen instead of looping.
+
+The tree never changes once built, so the subtree and local quota of a node are computed once
+per shape and kept: a simulator asks for them on every admission attempt.
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ class QuotaTree:
         for node in [*self.cohorts.values(), *self.queues.values()]:
             if node.parent is not None and node.parent in self._children:
                 self._children[node.parent].append(node)
+        self._subtree: dict[tuple[QuotaNode, Shape], int] = {}
+        self._local: dict[tuple[QuotaNode, Shape], int] = {}
 
     def parent(self, node: QuotaNode) -> QuotaNode | None:
         return self.cohorts.get(node.parent) if node.parent is not None else None
@@ -68,6 +73,14 @@ class QuotaTree:
 
     def subtree(self, node: QuotaNode, shape: Shape, _seen: frozenset[str] = frozenset()) -> int:
         """Nominal quota plus what the children lend upward (Kueue's SubtreeQuota)."""
+        if _seen:
+            return self._subtree_of(node, shape, _seen)
+        key = (node, shape)
+        if key not in self._subtree:
+            self._subtree[key] = self._subtree_of(node, shape, _seen)
+        return self._subtree[key]
+
+    def _subtree_of(self, node: QuotaNode, shape: Shape, _seen: frozenset[str]) -> int:
         quota = node.quota(shape)
         own = quota.nominal if quota is not None else 0
         if node.kind != "Cohort" or node.name in _seen:
@@ -80,6 +93,14 @@ class QuotaTree:
 
     def local(self, node: QuotaNode, shape: Shape, _seen: frozenset[str] = frozenset()) -> int:
         """What the node keeps from its parent because of its lending limit (Kueue's localQuota)."""
+        if _seen:
+            return self._local_of(node, shape, _seen)
+        key = (node, shape)
+        if key not in self._local:
+            self._local[key] = self._local_of(node, shape, _seen)
+        return self._local[key]
+
+    def _local_of(self, node: QuotaNode, shape: Shape, _seen: frozenset[str]) -> int:
         quota = node.quota(shape)
         if quota is None or quota.lending_limit is None:
             return 0

@@ -22,6 +22,13 @@ class TreeUsage:
         self.tree = tree
         self._usage: defaultdict[UsageKey, int] = defaultdict(int)
 
+    def copy(self) -> TreeUsage:
+        """An independent copy on the same tree: a what-if (which preemptions would make room)
+        charges and releases the copy and leaves these books alone."""
+        twin = TreeUsage(self.tree)
+        twin._usage.update(self._usage)
+        return twin
+
     def of(self, node: QuotaNode, shape: Shape) -> int:
         """The usage that counts against this node (for a cohort: its children's, past their local quota)."""
         return self._usage[(*node.key, shape)]

@@ -1,13 +1,11 @@
-"""Kueue admission by quota and priority, built from the stack's teams, cohorts and priorities.
+"""Kueue admission by quota and priority, on the stack's one queue plan (``tpu_platform.queueplan``).
 
 What is modelled, each from Kueue v0.19.2's source:
-- one ClusterQueue per team with a nominal quota, borrowing and lending limits per slice shape
-  (flavor), under a *tree* of cohorts that may carry quota of their own. Quota is computed as Kueue's
-  scheduler cache does (``pkg/cache/scheduler/resource_node.go``): a node's ``SubtreeQuota`` is its own
-  nominal plus what its children lend (their subtree quota above their lending limit), its usage is what
-  its children use beyond the part they keep to themselves (``localQuota``), and what a ClusterQueue can
-  still admit is ``available``: its local headroom plus what its parent has, capped at every level by
-  the borrowing limit;
+- the ClusterQueues and the *tree* of cohorts of ``queue_plan(cfg)``, with nominal quota, borrowing and
+  lending limits per flavor. What a ClusterQueue can still admit is the plan's ``TreeUsage.available``
+  and admitted workloads are charged and released on the same ``TreeUsage``, as Kueue's scheduler cache
+  does (``pkg/cache/scheduler/resource_node.go``): usage fills a node's local quota, the rest counts
+  against its parent, and every borrowing limit on the way up caps what the node may take;
 - admission of workloads within their nominal quota before those that would borrow, then by priority,
   then submission order, with StrictFIFO heads blocking their queue;
 - preemption within the ClusterQueue (LowerPriority, LowerOrNewerEqualPriority), reclaiming lent quota
@@ -25,41 +23,22 @@ What is modelled, each from Kueue v0.19.2's source:
   The pods are created with the assignment as their node selector (``pkg/controller/tas/
   topology_ungater.go``).
 
-Not modelled: fair-sharing weights and admission checks. Without TAS, Kueue knows nothing of node
-health: a broken slice's quota stays admitted.
+Workloads name their slice shape by topology, as the simulated pools do. Not modelled: fair-sharing
+weights and admission checks. Without TAS, Kueue knows nothing of node health: a broken slice's quota
+stays admitted.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from tpu_platform.config import PlatformConfig
+from tpu_platform.queueplan import FlavorQuota, QueuePlan, QuotaNode, Shape, TreeUsage, queue_plan
 from tpu_platform.sim.cluster import Cluster
 from tpu_platform.sim.engine import Handle
 from tpu_platform.sim.model import Workload, WorkloadSpec
-
-
-@dataclass(frozen=True, slots=True)
-class FlavorQuota:
-    """Slices of one topology."""
-
-    nominal: int
-    borrowing_limit: int | None = None
-    lending_limit: int | None = None
-
-    @property
-    def lendable(self) -> int:
-        return self.nominal if self.lending_limit is None else min(self.lending_limit, self.nominal)
-
-
-@dataclass(frozen=True, slots=True)
-class Cohort:
-    """A node of the cohort tree: optional quota of its own per topology, and its parent."""
-
-    name: str
-    parent: str | None = None
-    quotas: dict[str, FlavorQuota] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,37 +50,56 @@ class WaitForPodsReady:
     backoff_limit: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ClusterQueue:
-    name: str
-    cohort: str | None
-    """The queue's own cohort (None: no cohort); its tree is ``QueueSetup.cohorts``."""
-    quotas: dict[str, FlavorQuota]
+    """A ClusterQueue of the plan with the queueing and preemption settings admission needs.
+
+    Quota, cohort and limits are the plan node's own; nothing here copies them.
+    """
+
+    node: QuotaNode
     strict_fifo: bool = False
     within: str = "Never"
     reclaim: str = "Never"
     borrow_policy: str = "Never"
     borrow_threshold: int | None = None
 
+    @property
+    def name(self) -> str:
+        return self.node.name
 
-@dataclass(frozen=True, slots=True)
+    @property
+    def cohort(self) -> str | None:
+        """The queue's own cohort (None: no cohort); its tree is the plan's."""
+        return self.node.parent
+
+    @cached_property
+    def quotas(self) -> dict[str, FlavorQuota]:
+        """The plan's quota per flavor by topology, the key simulated workloads and pools use (of the
+        two 2x4 forms, the multi-host one, the later in catalog order)."""
+        return {q.shape.topology: q for q in self.node.ordered()}
+
+    def shape(self, topology: str) -> Shape | None:
+        """The flavor a workload of ``topology`` is charged to here (None: the queue has no quota for it)."""
+        quota = self.quotas.get(topology)
+        return quota.shape if quota is not None else None
+
+
+@dataclass(frozen=True)
 class QueueSetup:
+    plan: QueuePlan
     queues: dict[str, ClusterQueue]
+    """By ClusterQueue name, in stack order."""
     local_queues: dict[tuple[str, str], str] = field(default_factory=dict)
     """(namespace, LocalQueue) -> ClusterQueue."""
-    cohorts: dict[str, Cohort] = field(default_factory=dict)
     wait_for_pods_ready: WaitForPodsReady | None = None
 
     def root(self, cohort: str | None) -> str | None:
-        """The root of ``cohort``'s tree (a cohort named only by a queue is a root of its own)."""
-        seen: set[str] = set()
-        while cohort is not None and cohort not in seen:
-            seen.add(cohort)
-            node = self.cohorts.get(cohort)
-            if node is None or node.parent is None:
-                return cohort
-            cohort = node.parent
-        return cohort
+        """The root of ``cohort``'s tree in the plan (a cohort named only by a queue is a root of its own)."""
+        if cohort is None:
+            return None
+        node = self.plan.tree.cohorts.get(cohort)
+        return cohort if node is None else self.plan.tree.root(node).name
 
 
 def _duration_s(text: str | None) -> float | None:
@@ -140,120 +138,29 @@ def _wait_for_pods_ready(cfg: PlatformConfig) -> WaitForPodsReady | None:
 
 
 def setup_from_stack(cfg: PlatformConfig) -> QueueSetup:
-    """ClusterQueues, LocalQueues and the cohort tree of the stack (quota in whole slices per topology)."""
+    """The stack's queue plan, with each ClusterQueue's queueing strategy and preemption policy."""
+    plan = queue_plan(cfg)
     priorities = {p.name: p.value for p in cfg.priorities}
-    cohorts = {
-        c.name: Cohort(
-            c.name,
-            c.parent_name,
-            {
-                q.shape.topology: FlavorQuota(q.nominal, q.borrowing_limit, q.lending_limit)
-                for q in (quota.resolve() for quota in c.quota)
-            },
-        )
-        for c in cfg.cohorts
-    }
     queues: dict[str, ClusterQueue] = {}
     local: dict[tuple[str, str], str] = {}
     for team in cfg.teams:
-        quotas = {
-            q.shape.topology: FlavorQuota(q.nominal, q.borrowing_limit, q.lending_limit)
-            for q in team.resolved_quota()
-        }
+        node = plan.queue_of(team.name)
         pre = team.preemption
         borrow = pre.borrow_within_cohort
         threshold = borrow.max_priority_threshold if borrow is not None else None
         if isinstance(threshold, str):
             threshold = priorities.get(threshold)
-        if team.cohort_name is not None and team.cohort_name not in cohorts:
-            cohorts[team.cohort_name] = Cohort(team.cohort_name)
-        queues[team.cluster_queue] = ClusterQueue(
-            name=team.cluster_queue,
-            cohort=team.cohort_name,
-            quotas=quotas,
+        queues[node.name] = ClusterQueue(
+            node=node,
             strict_fifo=team.queueing_strategy == "StrictFIFO",
             within=pre.within_cluster_queue,
             reclaim=pre.reclaim_within_cohort,
             borrow_policy=borrow.policy if borrow is not None else "Never",
             borrow_threshold=threshold,
         )
-        for namespace, name in team.local_queue_list():
-            local[(namespace, name)] = team.cluster_queue
-    for c in list(cohorts.values()):
-        if c.parent is not None and c.parent not in cohorts:
-            cohorts[c.parent] = Cohort(c.parent)
-    return QueueSetup(queues, local, cohorts, _wait_for_pods_ready(cfg))
-
-
-class QuotaTree:
-    """Kueue's hierarchical quota arithmetic for one topology (``pkg/cache/scheduler/resource_node.go``)."""
-
-    def __init__(self, setup: QueueSetup, topology: str) -> None:
-        self.setup = setup
-        self.topology = topology
-        self.children: dict[str, list[str]] = {}
-        """Cohort -> child cohorts and queues (queue names prefixed ``cq:``)."""
-        for c in setup.cohorts.values():
-            if c.parent is not None:
-                self.children.setdefault(c.parent, []).append(c.name)
-        for q in setup.queues.values():
-            if q.cohort is not None:
-                self.children.setdefault(q.cohort, []).append("cq:" + q.name)
-        self._subtree: dict[str, int] = {}
-        for root in {setup.root(c) for c in setup.cohorts} - {None}:
-            self._fill(root)  # type: ignore[arg-type]
-
-    def _quota(self, node: str) -> FlavorQuota:
-        if node.startswith("cq:"):
-            return self.setup.queues[node[3:]].quotas.get(self.topology, FlavorQuota(0))
-        cohort = self.setup.cohorts.get(node)
-        return cohort.quotas.get(self.topology, FlavorQuota(0)) if cohort is not None else FlavorQuota(0)
-
-    def _fill(self, node: str) -> int:
-        total = self._quota(node).nominal
-        for child in self.children.get(node, ()):
-            total += self._fill(child) - self._local(child)
-        self._subtree[node] = total
-        return total
-
-    def subtree(self, node: str) -> int:
-        if node not in self._subtree:
-            self._subtree[node] = self._quota(node).nominal
-        return self._subtree[node]
-
-    def _local(self, node: str) -> int:
-        """``localQuota``: capacity kept for the subtree, never lent to the parent."""
-        limit = self._quota(node).lending_limit
-        if limit is None:
-            return 0
-        return max(0, self.subtree(node) - limit)
-
-    def usage(self, node: str, used: dict[str, dict[str, int]]) -> int:
-        if node.startswith("cq:"):
-            return used.get(node[3:], {}).get(self.topology, 0)
-        return sum(
-            max(0, self.usage(child, used) - self._local(child)) for child in self.children.get(node, ())
-        )
-
-    def _parent(self, node: str) -> str | None:
-        if node.startswith("cq:"):
-            return self.setup.queues[node[3:]].cohort
-        cohort = self.setup.cohorts.get(node)
-        return cohort.parent if cohort is not None else None
-
-    def available(self, node: str, used: dict[str, dict[str, int]]) -> int:
-        parent = self._parent(node)
-        usage = self.usage(node, used)
-        if parent is None:
-            return self.subtree(node) - usage
-        from_parent = self.available(parent, used)
-        limit = self._quota(node).borrowing_limit
-        lq = self._local(node)
-        if limit is not None:
-            stored = self.subtree(node) - lq
-            used_in_parent = max(0, usage - lq)
-            from_parent = min(stored - used_in_parent + limit, from_parent)
-        return max(0, lq - usage) + from_parent
+        for namespace, name in node.local_queues:
+            local[(namespace, name)] = node.name
+    return QueueSetup(plan, queues, local, _wait_for_pods_ready(cfg))
 
 
 class Kueue:
@@ -273,8 +180,8 @@ class Kueue:
         self.evict = evict
         self.on_preempt = on_preempt
         self.tas = tas
-        self.usage: dict[str, dict[str, int]] = {name: {} for name in setup.queues}
-        self._trees: dict[str, QuotaTree] = {}
+        self.books = TreeUsage(setup.plan.tree)
+        """Slices in use on the plan's cohort tree, charged on admission and released as Kueue does."""
         self._next: Handle | None = None
         self.assigned: dict[str, tuple[str, ...]] = {}
         """TAS: workload -> the slice (pool) of each of its Jobs."""
@@ -285,6 +192,18 @@ class Kueue:
         self.requeues: dict[str, int] = {}
         self.evictions: dict[str, int] = {}
         """Kueue evictions by reason (PodsReadyTimeout, NodeFailures)."""
+
+    @property
+    def usage(self) -> dict[str, dict[str, int]]:
+        """Slices each ClusterQueue holds, by topology (read from the books)."""
+        return {
+            name: {topology: self.books.of(cq.node, q.shape) for topology, q in cq.quotas.items()}
+            for name, cq in self.setup.queues.items()
+        }
+
+    def _used(self, cq: ClusterQueue, topology: str) -> int:
+        shape = cq.shape(topology)
+        return 0 if shape is None else self.books.of(cq.node, shape)
 
     # --- submission ----------------------------------------------------------------------------------
     def submit(self, spec: WorkloadSpec, *, shape_nodes: int, shape_chips: int) -> Workload:
@@ -314,8 +233,11 @@ class Kueue:
 
     def release(self, w: Workload) -> None:
         """The workload stopped holding quota (finished, failed, or evicted); its TAS assignment goes too."""
-        used = self.usage[w.cluster_queue]
-        used[w.spec.topology] = used.get(w.spec.topology, 0) - w.spec.slices
+        cq = self.setup.queues[w.cluster_queue]
+        shape = cq.shape(w.spec.topology)
+        if shape is None:
+            raise AssertionError(f"{w.key}: released from {cq.name}, which has no {w.spec.topology} quota")
+        self.books.release(cq.node, shape, w.spec.slices)
         self.assigned.pop(w.key, None)
         w.assigned = None
         self._generation[w.key] = self._generation.get(w.key, 0) + 1
@@ -412,9 +334,9 @@ class Kueue:
 
     def _borrows(self, w: Workload) -> bool:
         """Kueue considers workloads that fit their nominal quota before those that would borrow."""
-        q = self.setup.queues[w.cluster_queue].quotas.get(w.spec.topology)
-        used = self.usage[w.cluster_queue].get(w.spec.topology, 0)
-        return q is None or used + w.spec.slices > q.nominal
+        cq = self.setup.queues[w.cluster_queue]
+        q = cq.quotas.get(w.spec.topology)
+        return q is None or self.books.of(cq.node, q.shape) + w.spec.slices > q.nominal
 
     def _admit(self, w: Workload) -> None:
         if self.tas:
@@ -423,8 +345,11 @@ class Kueue:
                 raise AssertionError(f"{w.key}: admitted without a topology assignment")
             self.assigned[w.key] = pools
             w.assigned = pools
-        used = self.usage[w.cluster_queue]
-        used[w.spec.topology] = used.get(w.spec.topology, 0) + w.spec.slices
+        cq = self.setup.queues[w.cluster_queue]
+        shape = cq.shape(w.spec.topology)
+        if shape is None:
+            raise AssertionError(f"{w.key}: admitted to {cq.name}, which has no {w.spec.topology} quota")
+        self.books.charge(cq.node, shape, w.spec.slices)
         w.state = "admitted"
         w.admitted_at = self.c.now
         gen = self._generation[w.key] = self._generation.get(w.key, 0) + 1
@@ -434,24 +359,18 @@ class Kueue:
             self.c.engine.after(wfpr.timeout_s, "pods-ready-timeout", self._timeout, w.key, gen)
         self.start(w)
 
-    def tree(self, topology: str) -> QuotaTree:
-        if topology not in self._trees:
-            self._trees[topology] = QuotaTree(self.setup, topology)
-        return self._trees[topology]
-
-    def fits(
-        self, cq: ClusterQueue, topology: str, slices: int, usage: dict[str, dict[str, int]] | None = None
-    ) -> bool:
-        """Kueue's quota check for ``slices`` more of ``topology`` in ``cq`` (hierarchical cohorts)."""
-        usage = usage if usage is not None else self.usage
-        if topology not in cq.quotas:
+    def fits(self, cq: ClusterQueue, topology: str, slices: int, books: TreeUsage | None = None) -> bool:
+        """Kueue's quota check for ``slices`` more of ``topology`` in ``cq`` (hierarchical cohorts), on
+        these books or on a what-if copy of them."""
+        shape = cq.shape(topology)
+        if shape is None:
             return False
-        return self.tree(topology).available("cq:" + cq.name, usage) >= slices
+        return (books or self.books).available(cq.node, shape) >= slices
 
     def _preempt_for(self, w: Workload, cq: ClusterQueue) -> bool:
         topology = w.spec.topology
         nominal = cq.quotas[topology].nominal if topology in cq.quotas else 0
-        within_nominal = self.usage[cq.name].get(topology, 0) + w.spec.slices <= nominal
+        within_nominal = self._used(cq, topology) + w.spec.slices <= nominal
         candidates: list[tuple[tuple[int, int, float], Workload]] = []
         for v in self.c.workloads.values():
             if v.state != "admitted" or v.spec.topology != topology or v is w:
@@ -470,7 +389,7 @@ class Kueue:
             ) == self.setup.root(cq.cohort):
                 vq = self.setup.queues[v.cluster_queue]
                 v_nominal = vq.quotas[topology].nominal if topology in vq.quotas else 0
-                borrowing = self.usage[vq.name].get(topology, 0) > v_nominal
+                borrowing = self._used(vq, topology) > v_nominal
                 if within_nominal:
                     ok = borrowing and (
                         cq.reclaim == "Any" or (cq.reclaim == "LowerPriority" and v.priority < w.priority)
@@ -489,10 +408,17 @@ class Kueue:
             if ok:
                 candidates.append(((order, v.priority, -(v.admitted_at or 0.0)), v))
         candidates.sort(key=lambda item: (item[0], item[1].key))
-        usage = {name: dict(u) for name, u in self.usage.items()}
+        trial = self.books.copy()
+
+        def held(v: Workload) -> tuple[QuotaNode, Shape]:
+            vq = self.setup.queues[v.cluster_queue]
+            shape = vq.shape(topology)
+            if shape is None:
+                raise AssertionError(f"{v.key}: admitted to {vq.name}, which has no {topology} quota")
+            return vq.node, shape
 
         def enough(victims: list[Workload]) -> bool:
-            if not self.fits(cq, topology, w.spec.slices, usage):
+            if not self.fits(cq, topology, w.spec.slices, trial):
                 return False
             if not self.tas:
                 return True
@@ -503,17 +429,17 @@ class Kueue:
         for _, v in candidates:
             if enough(chosen):
                 break
-            usage[v.cluster_queue][topology] -= v.spec.slices
+            trial.release(*held(v), v.spec.slices)
             chosen.append(v)
         if not enough(chosen):
             return False
         for v in reversed(list(chosen)):
-            usage[v.cluster_queue][topology] += v.spec.slices
+            trial.charge(*held(v), v.spec.slices)
             rest = [x for x in chosen if x is not v]
             if enough(rest):
                 chosen.remove(v)
             else:
-                usage[v.cluster_queue][topology] -= v.spec.slices
+                trial.release(*held(v), v.spec.slices)
         if not chosen:
             return False
         for v in chosen:

@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from tpu_platform.config import PlatformConfig, TeamConfig
+from tpu_platform.queueplan import FlavorQuota, queue_plan
 from tpu_platform.sim.model import BLOCKING, RECREATE, RESTART_STRATEGIES, Pool, WorkloadSpec
 from tpu_platform.slices import expand_slices
 
@@ -40,6 +41,12 @@ def priority_levels(cfg: PlatformConfig) -> list[tuple[str, int]]:
 
 def _queue(team: TeamConfig) -> tuple[str, str]:
     return team.local_queue_list()[0]
+
+
+def _team_quotas(cfg: PlatformConfig) -> list[tuple[TeamConfig, list[FlavorQuota]]]:
+    """Each team with its ClusterQueue's quota in the queue plan, smallest shape first."""
+    plan = queue_plan(cfg)
+    return [(team, plan.queue_of(team.name).ordered()) for team in cfg.teams]
 
 
 def _can_preempt(cfg: PlatformConfig, name: str) -> bool:
@@ -67,9 +74,9 @@ def mix_from_stack(cfg: PlatformConfig, options: MixOptions | None = None) -> li
     given: dict[str, int] = {}
     specs: list[WorkloadSpec] = []
     cycle = 0
-    for team in cfg.teams:
+    for team, quotas in _team_quotas(cfg):
         namespace, queue = _queue(team)
-        for quota in team.resolved_quota():
+        for quota in quotas:
             topology = quota.shape.topology
             cumulative[topology] = cumulative.get(topology, 0) + quota.nominal
             target = int(cumulative[topology] * o.high_share + 0.5)
@@ -226,9 +233,9 @@ class Backlog:
     def initial(self, cfg: PlatformConfig) -> list[WorkloadSpec]:
         slots = list(mix_from_stack(cfg))
         low_name, low_value = priority_levels(cfg)[0]
-        for team in cfg.teams:
+        for team, quotas in _team_quotas(cfg):
             namespace, queue = _queue(team)
-            for quota in team.resolved_quota():
+            for quota in quotas:
                 for i in range(self.queued_per_team):
                     slots.append(
                         WorkloadSpec(
