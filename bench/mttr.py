@@ -48,8 +48,16 @@ from tpu_platform.sim.failures import (
 from tpu_platform.sim.infra import Failure, mass_trace, pool_trace, random_trace
 from tpu_platform.sim.metrics import percentile
 from tpu_platform.sim.params import floor_seconds, resumed_floor_seconds
-from tpu_platform.sim.run import POLICIES, Result, Scenario, make_policy, run, stack_scenario, stack_timings
+from tpu_platform.sim.run import (
+    POLICIES,
+    Result,
+    Scenario,
+    compare_all,
+    stack_scenario,
+    stack_timings,
+)
 from tpu_platform.sim.workload import Backlog, pools_from_stack, priority_levels
+from tpu_platform.terminal import Progress
 
 DAY = 86400.0
 WARMUP = 600.0
@@ -203,7 +211,11 @@ def _run_kind(
     end = days * DAY
     trace = _trace(kind, cfg, args, args.seed, end)
     scenario = _scenario(cfg, args, trace, end, timings)
-    results = {name: run(scenario, make_policy(name, scenario)) for name in POLICIES}
+    progress = Progress()
+    results = compare_all(
+        scenario, on_policy=lambda name: progress.step(f"{kind} on {stack}, {days:g} days: {name} ...")
+    )
+    progress.done()
     return KindRun(kind, stack, days, len(trace), scenario, results)
 
 

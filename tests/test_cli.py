@@ -155,3 +155,30 @@ def test_a_closed_pipe_ends_quietly() -> None:
     err = proc.stderr.read()
     assert proc.wait(timeout=120) == 141
     assert "Traceback" not in err and "BrokenPipe" not in err
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_shows_only_on_a_terminal() -> None:
+    from tpu_platform.terminal import Progress
+
+    tty, pipe = _Tty(), io.StringIO()
+    for stream in (tty, pipe):
+        progress = Progress(stream)
+        progress.step("rendering dev (1/3) ...")
+        progress.done()
+    assert "rendering dev (1/3) ..." in tty.getvalue() and tty.getvalue().endswith("\r")
+    assert pipe.getvalue() == ""
+
+
+def test_colour_only_on_a_terminal_and_never_with_no_color(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tpu_platform.terminal import paint
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    assert paint("error", "red", _Tty()) == "\033[31merror\033[0m"
+    assert paint("error", "red", io.StringIO()) == "error"
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert paint("error", "red", _Tty()) == "error"

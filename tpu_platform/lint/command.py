@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
+from ..terminal import paint
 from .context import ContextError, LintContext, load_context
 from .findings import SEVERITY_ORDER, Finding
 
@@ -72,6 +73,9 @@ def _where(source: str, f: Finding) -> str:
     return f"{name}:{f.line}:{f.column}" if f.line else name
 
 
+_STYLE = {"error": "red", "warning": "yellow", "info": "dim"}
+
+
 def _text(results: list[tuple[str, list[Finding]]], out: TextIO) -> None:
     for source, findings in results:
         if not findings:
@@ -83,7 +87,8 @@ def _text(results: list[tuple[str, list[Finding]]], out: TextIO) -> None:
                 current = (f.document, f.name)
                 label = f" {f.kind} {f.name}" if f.name else (f" {f.kind}" if f.kind else "")
                 print(f"{source} #{f.document}{label}" if label else source, file=out)
-            print(f"  {f.severity:<7} {f.rule}  {f.path}".rstrip(), file=out)
+            severity = paint(f"{f.severity:<7}", _STYLE.get(f.severity, "dim"), out)
+            print(f"  {severity} {f.rule}  {f.path}".rstrip(), file=out)
             print(f"          at {_where(source, f)}: {f.message}", file=out)
             if f.fix:
                 print(f"          fix: {f.fix}", file=out)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tpu_platform.config import PlatformConfig
@@ -243,6 +244,13 @@ def make_policy(name: str, scenario: Scenario, *, verify_idle: bool = False) -> 
     raise ValueError(f"unknown policy {name!r}; known: {', '.join(POLICIES)}")
 
 
-def compare_all(scenario: Scenario, *, verify_idle: bool = False) -> dict[str, Result]:
-    """All three policies on the same scenario (same trace, same seed)."""
-    return {name: run(scenario, make_policy(name, scenario, verify_idle=verify_idle)) for name in POLICIES}
+def compare_all(
+    scenario: Scenario, *, verify_idle: bool = False, on_policy: Callable[[str], object] | None = None
+) -> dict[str, Result]:
+    """All three policies on the same scenario (same trace, same seed); ``on_policy(name)`` before each."""
+    results: dict[str, Result] = {}
+    for name in POLICIES:
+        if on_policy is not None:
+            on_policy(name)
+        results[name] = run(scenario, make_policy(name, scenario, verify_idle=verify_idle))
+    return results

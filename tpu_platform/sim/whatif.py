@@ -77,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
     from tpu_platform.sim.run import POLICIES, compare_all, stack_scenario
     from tpu_platform.sim.timeline import draw, windows_for
     from tpu_platform.sim.workload import load_workload_file
+    from tpu_platform.terminal import Progress
 
     try:
         cfg = parse_stack_config(load_stack_config(stack_file(args.stack, args.stacks_dir or STACKS_DIR)))
@@ -97,7 +98,9 @@ def run(args: argparse.Namespace) -> int:
     failure = Failure(args.at, node, back_after=args.reboot)
     scenario = replace(scenario, trace=(failure,))
     try:
-        results = compare_all(scenario)
+        progress = Progress()
+        results = compare_all(scenario, on_policy=lambda name: progress.step(f"simulating {name} ..."))
+        progress.done()
     except ValueError as err:
         print(f"whatif {args.stack}: {err}", file=sys.stderr)
         return 2
