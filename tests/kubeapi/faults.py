@@ -31,13 +31,15 @@ class Fault:
     """``status``: reply with this code (and Retry-After if given); ``reset``: close the connection
     with RST before replying; ``delay``: wait before handling (a slow server; the write still lands,
     so a client timing out does not know whether it did); ``drop_after``: close a watch stream after
-    this many seconds, mid-stream."""
+    this many seconds, mid-stream; ``body``: a 200 with a broken body."""
 
     status: int = 0
     retry_after: int | None = None
     reset: bool = False
     delay: float = 0.0
     drop_after: float | None = None
+    body: bytes | None = None
+    """Reply 200 with these raw bytes (e.g. not JSON)."""
     verbs: tuple[str, ...] = ()
     resources: tuple[str, ...] = ()
     identity: str = ""

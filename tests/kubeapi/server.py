@@ -103,6 +103,14 @@ class _Handler(BaseHTTPRequestHandler):
             d.record(req, query, 0)
             self._reset()
             return
+        if fault is not None and fault.body is not None:
+            d.record(req, query, 200)
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(fault.body)))
+            self.end_headers()
+            self.wfile.write(fault.body)
+            return
         if fault is not None and fault.status:
             d.record(req, query, fault.status)
             self._status(
@@ -206,7 +214,8 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 rv = int(rv_text)
             next_bookmark = time.monotonic() + d.bookmark_interval
-            while not d.closing.is_set():
+            generation = d.watch_generation
+            while not d.closing.is_set() and generation == d.watch_generation:
                 try:
                     changes = d.store.changes_since(rv)
                 except ApiStatus as err:
@@ -236,7 +245,7 @@ class _Handler(BaseHTTPRequestHandler):
                     self._chunk(_bookmark(kind, d.store.rv if not changes else rv))
                     next_bookmark = now + d.bookmark_interval
                 with d.store.cond:
-                    if d.store.rv == rv:
+                    if d.store.rv == rv and generation == d.watch_generation:
                         d.store.cond.wait(min(0.2, max(0.0, ends - now)))
             else:
                 self.close_connection = True
@@ -338,6 +347,14 @@ class ApiDouble:
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self.on_write: Callable[[Served], None] | None = None
+        self.watch_generation = 0
+        """Bumped by :meth:`close_watches`; open streams end when it changes."""
+
+    @staticmethod
+    def store_kind(plural: str) -> Kind:
+        from tests.kubeapi.store import kind_named
+
+        return kind_named(plural)
 
     # --- lifecycle ---------------------------------------------------------------------------------
     @property
@@ -373,6 +390,12 @@ class ApiDouble:
                 with contextlib.suppress(OSError):
                     s.shutdown(socket.SHUT_RDWR)
             self._sockets.clear()
+
+    def close_watches(self) -> None:
+        """End every open watch stream cleanly (as an API server does on shutdown or rollout)."""
+        with self.store.cond:
+            self.watch_generation += 1
+            self.store.cond.notify_all()
 
     def outage(self, seconds: float) -> None:
         """The API server is unreachable for ``seconds`` (refused connections), then back."""

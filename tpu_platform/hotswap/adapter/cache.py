@@ -4,8 +4,9 @@ Modelled on client-go's ``tools/cache/reflector.go``:
 
 - Watches ask for ``allowWatchBookmarks``; a BOOKMARK only advances the resourceVersion.
 - A watch that ends normally is resumed at once from the last resourceVersion, but a watch that
-  lasted under a second and delivered nothing is an error ("very short watch" in client-go), so an
-  API server that closes every watch at once cannot drive a hot loop.
+  lasted under a second and delivered no object (bookmarks do not count) is an error ("very short
+  watch" in client-go, which counts bookmarks too), so an API server that closes every watch at
+  once, with or without a bookmark, cannot drive a hot loop.
 - Failures (of the list, of opening the watch, mid-stream, or an ERROR event) back off
   exponentially with jitter: client-go uses ``NewExponentialBackoffManager(800ms, 30s, 2min, 2.0,
   1.0)``, i.e. 0.8 s doubling, jitter up to +100 %, reset only after 2 min without a failure. The
@@ -260,8 +261,10 @@ class WatchCache(Generic[T]):
             for event in stream:
                 if not self._streaming:
                     self._streaming = True
+                    self.failures = 0
                     self._contact()
-                events += 1
+                if event.get("type") != "BOOKMARK":
+                    events += 1
                 if not self.apply_event(event):
                     raise _WatchEnded("expired")
                 if stop is not None and stop.is_set():
@@ -280,7 +283,7 @@ class WatchCache(Generic[T]):
             self._streaming = False
         self._contact()
         if self.clock() - started < SHORT_WATCH_SECONDS and events == 0:
-            raise ApiError(0, "ShortWatch", "watch closed within a second with no events")
+            raise ApiError(0, "ShortWatch", "watch closed within a second with no objects")
 
     def _relist_expired(self) -> None:
         log.info("watch cannot resume, relisting", extra={"fields": {"resource": self.resource.name}})
