@@ -75,7 +75,7 @@ def test_error_event_410_relists_and_resumes_from_the_new_version() -> None:
                 "object": {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old"},
             }
         ],
-        [{"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "102"}}}],
+        [event("MODIFIED", node_obj("n1", "a"), "102")],
     ]
     cache.watch_once()
     assert cache.lists == 2 and names(cache) == ["n1", "n3"]
