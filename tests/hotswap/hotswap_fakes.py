@@ -182,9 +182,7 @@ class FakeApi:
         self.leases[key] = stored
         return copy.deepcopy(stored)
 
-    def replace_lease(
-        self, namespace: str, name: str, body: JSON, *, timeout: float | None = None
-    ) -> JSON:
+    def replace_lease(self, namespace: str, name: str, body: JSON, *, timeout: float | None = None) -> JSON:
         self.calls.append(("replace_lease", namespace, name, copy.deepcopy(body)))
         self._maybe_fail("replace_lease")
         current = self.leases.get((namespace, name))

@@ -65,6 +65,11 @@ class Faults:
             self._rules.append(fault)
         return fault
 
+    def remove(self, fault: Fault) -> None:
+        with self._lock:
+            if fault in self._rules:
+                self._rules.remove(fault)
+
     def clear(self) -> None:
         with self._lock:
             self._rules.clear()
