@@ -61,7 +61,7 @@ RUNTIME = {
     "retry_period_seconds": RETRY_PERIOD,
     "reconcile_interval_seconds": 0.5,
     "min_reconcile_gap_seconds": 0.1,
-    "watch_timeout_seconds": 20,
+    "watch_timeout_seconds": 10,
     "metrics_port": 0,
     "health_port": 0,
     "bind_address": "127.0.0.1",
@@ -404,7 +404,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keep", default=None, help="keep the replicas' logs in this directory")
     args = p.parse_args(argv)
     seconds = args.seconds or (25.0 if args.quick else 420.0)
-    rate = 2.6
+    rate = 3.5
     with tempfile.TemporaryDirectory(prefix="hotswap-chaos-") as tmp:
         workdir = Path(args.keep or tmp)
         workdir.mkdir(parents=True, exist_ok=True)

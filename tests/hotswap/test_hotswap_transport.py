@@ -134,7 +134,7 @@ def test_writes_reuse_one_connection(double: ApiDouble) -> None:
 def test_keepalive_and_no_retries_are_configured() -> None:
     cfg = configure(client.Configuration(host="http://127.0.0.1:1"))
     assert cfg.retries is False
-    opts = {(level, name): value for level, name, value in cfg.socket_options}
+    opts = {(level, name): value for level, name, value in cfg.socket_options or []}
     assert opts[(socket.SOL_SOCKET, socket.SO_KEEPALIVE)] == 1
     assert opts[(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE)] == KEEPALIVE[0]
     assert opts[(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL)] == KEEPALIVE[1]
