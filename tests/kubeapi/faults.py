@@ -4,6 +4,7 @@ watch closes. Each rule fires ``times`` times (None: until removed)."""
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 
 
@@ -44,6 +45,10 @@ class Fault:
     resources: tuple[str, ...] = ()
     identity: str = ""
     times: int | None = 1
+    label: str = ""
+    """Counted under this name in :attr:`Faults.fired_by`."""
+    expires: float | None = None
+    """Monotonic time after which an unfired rule is dropped (a schedule must not pile up)."""
     fired: int = field(default=0)
 
     def matches(self, req: Request) -> bool:
@@ -59,6 +64,7 @@ class Faults:
         self._rules: list[Fault] = []
         self._lock = threading.Lock()
         self.injected = 0
+        self.fired_by: dict[str, int] = {}
 
     def add(self, fault: Fault) -> Fault:
         with self._lock:
@@ -76,11 +82,15 @@ class Faults:
 
     def take(self, req: Request) -> Fault | None:
         """The first matching rule, spent once."""
+        now = time.monotonic()
         with self._lock:
+            self._rules = [r for r in self._rules if r.expires is None or r.expires > now]
             for rule in self._rules:
                 if rule.matches(req):
                     rule.fired += 1
                     self.injected += 1
+                    name = rule.label or "fault"
+                    self.fired_by[name] = self.fired_by.get(name, 0) + 1
                     if rule.times is not None and rule.fired >= rule.times:
                         self._rules.remove(rule)
                     return rule
