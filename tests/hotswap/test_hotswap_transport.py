@@ -9,18 +9,27 @@ or reset connections and timeouts (``kubernetes/client/rest.py`` ``RESTClientObj
 
 from __future__ import annotations
 
+import json
 import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from kubernetes import client
 
 from tests.kubeapi import ApiDouble, Fault, Seeder
 from tests.kubeapi.objects import node_obj, pod_obj
 from tpu_platform.hotswap.adapter.api import ApiError, Resource
-from tpu_platform.hotswap.adapter.kube import KEEPALIVE, KubernetesApi, configure, load_configuration
+from tpu_platform.hotswap.adapter.kube import (
+    KEEPALIVE,
+    KubernetesApi,
+    configure,
+    load_configuration,
+    status_error,
+)
 from tpu_platform.hotswap.adapter.ratelimit import ItemBackoff, TokenBucket
 
 NODES = Resource("nodes", "cloud.google.com/gke-tpu-accelerator")
@@ -192,3 +201,42 @@ def test_item_backoff_jitter_stays_within_bounds() -> None:
         d = b.delay(n)
         base = min(4.0, 2 ** (n - 1))
         assert base <= d <= base * 1.2
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    body=st.binary(max_size=300)
+    | st.builds(
+        lambda v: json.dumps(v).encode(),
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+            lambda inner: (
+                st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+            ),
+            max_leaves=12,
+        ),
+    )
+)
+def test_any_reply_body_is_data_or_one_api_error(double: ApiDouble, body: bytes) -> None:
+    """Hostile or broken replies (a proxy's HTML, truncated JSON, JSON of the wrong shape)."""
+    api = api_for(double)
+    double.faults.add(Fault(body=body, verbs=("list",)))
+    try:
+        items, _ = api.list_objects(NODES)
+    except ApiError as err:
+        assert err.status == 0
+    else:
+        assert isinstance(items, list)
+    double.faults.add(Fault(body=body, verbs=("watch",)))
+    try:
+        for event in api.watch_objects(NODES, "1", 1):
+            assert isinstance(event, dict)
+    except ApiError as err:
+        assert err.status == 0
+
+
+@given(status=st.integers(400, 599), raw=st.binary(max_size=200), retry=st.text(max_size=12))
+def test_status_errors_parse_any_body_and_retry_after(status: int, raw: bytes, retry: str) -> None:
+    err = status_error(status, "x", raw, {"Retry-After": retry})
+    assert err.status == status
+    assert err.retry_after is None or err.retry_after >= 0
