@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.hotswap.replicas import Replica, write_config
-from tests.kubeapi import ApiDouble, Fault, Seeder
+from tests.kubeapi import ApiDouble, Fault, Request, Seeder
 from tests.kubeapi.objects import jobset_obj, lease_obj, node_obj, pod_obj
 from tests.kubeapi.store import ApiStatus, node_ready, rfc3339
 from tpu_platform.hotswap.core import constants as k
@@ -46,6 +46,8 @@ LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 8.0, 6.0, 1.0
 enough leader-election traffic and handovers to fault; the target scales with them."""
 T_BAD = 2.0
 FAULT_TTL = 3.0
+REQUEST_FAULT_RATE = 0.2
+"""Share of API requests that meet a fault (status, reset, slow write, watch cut)."""
 RESTART_DELAY = 5.0
 """Seconds before an exited replica is started again (the kubelet's restart backoff starts at 10 s)."""
 SETTINGS = {
@@ -156,7 +158,7 @@ class World:
         pool = self.rng.choice(free)
         node = f"{pool}-{self.rng.randrange(4)}"
         self.seed.set_node_ready(node, "Unknown", time.time() - 30)
-        ep = Episode(pool, node, now, now + self.rng.uniform(35, 50), after_outage=after_outage)
+        ep = Episode(pool, node, now, now + self.rng.uniform(25, 35), after_outage=after_outage)
         self.episodes.append(ep)
         return ep
 
@@ -210,6 +212,8 @@ class Chaos:
         self._holder = ""
         self._lock = threading.Lock()
         self._intruder: tuple[float, Fault] | None = None
+        self.faulting = True
+        self.api.faults.background = self.request_fault
 
     def _on_write(self, served: object) -> None:
         req = served.request  # type: ignore[attr-defined]
@@ -234,33 +238,30 @@ class Chaos:
 
     # --- faults ------------------------------------------------------------------------------------
     def add(self, fault: Fault) -> None:
-        """A scheduled request fault: dropped if no matching request comes within FAULT_TTL."""
+        """A one-off request fault: dropped if no matching request comes within FAULT_TTL."""
         fault.expires = time.monotonic() + FAULT_TTL
         self.api.faults.add(fault)
 
+    def request_fault(self, req: Request) -> Fault | None:
+        """The background schedule: each request fails with probability REQUEST_FAULT_RATE."""
+        with self._lock:
+            if not self.faulting or self.rng.random() >= REQUEST_FAULT_RATE:
+                return None
+            kind = self.rng.choices(["http", "reset", "slow", "drop"], weights=[55, 20, 15, 10])[0]
+            if kind == "slow" and req.write:
+                return Fault(delay=self.rng.uniform(0.3, 1.5), label="slow_write")
+            if kind == "drop" and req.verb == "watch":
+                return Fault(drop_after=self.rng.uniform(0.2, 3.0), label="watch_cut")
+            if kind == "reset":
+                return Fault(reset=True, label="reset")
+            codes = [429, 500, 503] + ([409] if req.verb in ("patch", "update") else [])
+            code = self.rng.choice(codes)
+            return Fault(status=code, retry_after=1 if code == 429 else None, label=f"http_{code}")
+
     def inject(self, now: float) -> None:
-        kind = self.rng.choices(
-            ["status", "reset", "slow", "compact", "outage", "sigterm", "takeover"],
-            weights=[50, 20, 15, 5, 1, 1, 1],
-        )[0]
+        kind = self.rng.choices(["compact", "outage", "sigterm", "takeover"], weights=[8, 3, 2, 2])[0]
         f = self.figures
-        if kind == "status":
-            code = self.rng.choice([409, 429, 500, 503])
-            verbs = {409: ("patch", "update"), 429: ("patch", "evict", "create", "list"), 500: (), 503: ()}[
-                code
-            ]
-            self.add(
-                Fault(status=code, retry_after=1 if code == 429 else None, verbs=verbs, label=f"http_{code}")
-            )
-        elif kind == "reset":
-            self.add(Fault(reset=True, label="reset"))
-        elif kind == "slow":
-            self.add(
-                Fault(
-                    delay=self.rng.uniform(0.3, 1.5), verbs=("patch", "evict", "create"), label="slow_write"
-                )
-            )
-        elif kind == "compact":
+        if kind == "compact":
             self.api.store.compact()
             self.api.close_watches()
             f.faults["compact_410"] += 1
@@ -351,7 +352,7 @@ class Chaos:
             self.world.step(now)
             if now >= next_failure:
                 self.world.fail_random(now)
-                next_failure = now + self.rng.uniform(1.5, 3.5)
+                next_failure = now + self.rng.uniform(0.6, 1.4)
             while now >= next_fault:
                 self.inject(now)
                 next_fault += self.rng.expovariate(self.rate)
@@ -362,6 +363,7 @@ class Chaos:
         # Let the last episodes play out without new faults (enough for any to be acted on).
         settle = time.monotonic() + LEASE_DURATION + RETRY_PERIOD + 10
         self._intruder = None
+        self.faulting = False
         self.api.faults.clear()
         while time.monotonic() < settle:
             for r in self.replicas:
@@ -416,12 +418,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--keep", default=None, help="keep the replicas' logs in this directory")
     args = p.parse_args(argv)
-    seconds = args.seconds or (25.0 if args.quick else 420.0)
-    rate = 4.0
+    seconds = args.seconds or (25.0 if args.quick else 480.0)
+    rate = 0.25
     with tempfile.TemporaryDirectory(prefix="hotswap-chaos-") as tmp:
         workdir = Path(args.keep or tmp)
         workdir.mkdir(parents=True, exist_ok=True)
-        chaos = Chaos(seconds=seconds, rate=rate, pools=14, seed=args.seed, workdir=workdir)
+        chaos = Chaos(seconds=seconds, rate=rate, pools=28, seed=args.seed, workdir=workdir)
         result = chaos.run()
     detail = {key: result.pop(key) for key in ("by_kind", "episodes", "restarts", "exit_codes")}
     print(json.dumps(detail), file=sys.stderr)

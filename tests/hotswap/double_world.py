@@ -8,6 +8,7 @@ reconcile declares the pool unhealthy, taints it and fails ``high`` fast.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from kubernetes import client
 
@@ -94,10 +95,10 @@ def controller(
     return Controller(api, Config(Settings(), rt), identity=identity, metrics=metrics, leader=le)
 
 
-def wait_for(check: object, timeout: float = 10.0, every: float = 0.05) -> bool:
+def wait_for(check: Callable[[], object], timeout: float = 10.0, every: float = 0.05) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if check():  # type: ignore[operator]
+        if check():
             return True
         time.sleep(every)
     return False

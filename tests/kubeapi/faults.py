@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
@@ -61,6 +62,8 @@ class Fault:
 
 class Faults:
     def __init__(self) -> None:
+        self.background: Callable[[Request], Fault | None] | None = None
+        """Consulted for each request no rule matched: a random fault schedule (see bench/chaos.py)."""
         self._rules: list[Fault] = []
         self._lock = threading.Lock()
         self.injected = 0
@@ -94,4 +97,10 @@ class Faults:
                     if rule.times is not None and rule.fired >= rule.times:
                         self._rules.remove(rule)
                     return rule
-        return None
+        fault = self.background(req) if self.background is not None else None
+        if fault is not None:
+            with self._lock:
+                self.injected += 1
+                name = fault.label or "fault"
+                self.fired_by[name] = self.fired_by.get(name, 0) + 1
+        return fault
