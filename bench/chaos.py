@@ -158,7 +158,7 @@ class World:
         pool = self.rng.choice(free)
         node = f"{pool}-{self.rng.randrange(4)}"
         self.seed.set_node_ready(node, "Unknown", time.time() - 30)
-        ep = Episode(pool, node, now, now + self.rng.uniform(25, 35), after_outage=after_outage)
+        ep = Episode(pool, node, now, now + self.rng.uniform(12, 20), after_outage=after_outage)
         self.episodes.append(ep)
         return ep
 
@@ -166,7 +166,7 @@ class World:
         """Recover due nodes, note taints, terminate evicted pods, restart JobSets on free pools."""
         nodes = self._nodes()
         for ep in self.episodes:
-            if ep.tainted_at is None and self.tainted(ep.pool, nodes):
+            if ep.tainted_at is None and not ep.recovered and self.tainted(ep.pool, nodes):
                 ep.tainted_at = now
             if not ep.recovered and now >= ep.recover_at:
                 self.seed.set_node_ready(ep.node, "True", time.time())
@@ -287,6 +287,7 @@ class Chaos:
         self.api.start()
         if ep is not None:
             ep.after_outage = time.monotonic()
+            ep.recover_at = max(ep.recover_at, ep.after_outage + 20.0)
 
     def sigterm_leader(self) -> None:
         holder = self.holder()
@@ -322,12 +323,15 @@ class Chaos:
         if pending is None or now < pending[0]:
             return
         self._intruder = None
-        self.api.faults.remove(pending[1])
+        refused = pending[1]
+        self.api.faults.remove(refused)
         try:
             lease = self.world.seed.get("leases", LEASE_NAME, LEASE_NS)
         except ApiStatus:
             return
         spec = lease.get("spec") or {}
+        if spec.get("holderIdentity") != refused.identity or self.api.holds_lease(refused.identity):
+            return  # another replica took over meanwhile, or the record is still valid: no forced takeover
         renewed = spec.get("renewTime")
         stamp = rfc3339(time.time(), micro=True)
         taken = lease_obj(LEASE_NAME, LEASE_NS, "intruder", time.time(), duration=int(LEASE_DURATION))
@@ -352,7 +356,7 @@ class Chaos:
             self.world.step(now)
             if now >= next_failure:
                 self.world.fail_random(now)
-                next_failure = now + self.rng.uniform(0.6, 1.4)
+                next_failure = now + self.rng.uniform(0.5, 1.0)
             while now >= next_fault:
                 self.inject(now)
                 next_fault += self.rng.expovariate(self.rate)
@@ -392,6 +396,8 @@ class Chaos:
         self.figures.act_after_outage.extend(figs_act)
         for e in missed + pending:
             print(f"missed: {e}", file=sys.stderr)
+        for w in self.api.writes_without_lease:
+            print(f"write without lease: {w}", file=sys.stderr)
         figs = self.figures
         by_kind = {key: n for key, n in self.api.faults.fired_by.items() if key != "takeover_refusal"}
         by_kind.update(figs.faults)
