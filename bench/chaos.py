@@ -356,7 +356,7 @@ class Chaos:
             self.world.step(now)
             if now >= next_failure:
                 self.world.fail_random(now)
-                next_failure = now + self.rng.uniform(0.5, 1.0)
+                next_failure = now + self.rng.uniform(0.7, 1.4)
             while now >= next_fault:
                 self.inject(now)
                 next_fault += self.rng.expovariate(self.rate)

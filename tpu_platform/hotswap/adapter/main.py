@@ -106,6 +106,9 @@ def run(cfg: Config, *, identity: str, kubeconfig: str | None) -> int:
     metrics = Metrics()
     try:
         api = KubernetesApi.from_environment(kubeconfig, identity=identity, observe=metrics.api_request)
+        # Leader election gets a client of its own (pool and rate limiter), as kube-controller-manager
+        # does: a batch of writes queued behind the QPS limit must not delay a lease renewal.
+        lease_api = KubernetesApi.from_environment(kubeconfig, identity=identity, observe=metrics.api_request)
     except (ConfigException, OSError, ValueError) as err:
         log.error("no cluster to talk to", extra={"fields": {"error": str(err), "kubeconfig": kubeconfig}})
         return 1
@@ -116,7 +119,7 @@ def run(cfg: Config, *, identity: str, kubeconfig: str | None) -> int:
         stop.set()
 
     leader = LeaderElector(
-        api,
+        lease_api,
         namespace=rt.effective_lease_namespace(),
         name=rt.lease_name,
         identity=identity,
