@@ -303,7 +303,7 @@ class Chaos:
 
     def takeover(self) -> None:
         holder = self.holder()
-        if not holder or holder == "intruder":
+        if not holder or holder == "intruder" or self._intruder is not None:
             return
         self.figures.faults["lease_taken"] += 1
         rule = self.api.faults.add(
