@@ -46,6 +46,7 @@ LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 8.0, 6.0, 1.0
 enough leader-election traffic and handovers to fault; the target scales with them."""
 T_BAD = 2.0
 FAULT_TTL = 3.0
+WORLD_STEP_SECONDS = 0.25
 REQUEST_FAULT_RATE = 0.2
 """Share of API requests that meet a fault (status, reset, slow write, watch cut)."""
 RESTART_DELAY = 5.0
@@ -347,13 +348,18 @@ class Chaos:
         started = time.monotonic()
         next_fault = started + 5.0
         next_failure = started + 3.0
+        next_step = started
         while time.monotonic() - started < self.seconds:
             now = time.monotonic()
             for r in self.replicas:
                 r.ensure_running(restart_delay=RESTART_DELAY)
             self.watch_holder()
             self.finish_takeover(now)
-            self.world.step(now)
+            if now >= next_step:
+                # The world reads every node and pod from the store: not more often than needed,
+                # or the bench itself would slow the API down.
+                self.world.step(now)
+                next_step = now + WORLD_STEP_SECONDS
             if now >= next_failure:
                 self.world.fail_random(now)
                 next_failure = now + self.rng.uniform(0.7, 1.4)
