@@ -1,7 +1,12 @@
 """A recording fake of :class:`tpu_platform.hotswap.adapter.api.KubeApi` and builders of raw API objects.
 
-The fake keeps objects as dicts, applies JSON Patches and merge patches for real (so a test sees what
-the cluster would hold afterwards), and records every call with its exact arguments.
+The fake sits at the adapter's interface, above the transport: the real transport
+(:mod:`tpu_platform.hotswap.adapter.kube`) turns every failure into ``ApiError``, so raising only
+``ApiError`` (status 0 for transport faults) here is what the adapter sees; the protocol itself is
+tested against the HTTP API double in :mod:`tests.kubeapi`. The fake keeps objects as dicts,
+applies JSON Patches and merge patches for real, filters lists by label selector, enforces UID
+preconditions (409) on evictions and deletions, ends an exhausted watch with a bookmark as the API
+server does at a watch timeout, and records every call with its exact arguments.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ import copy
 from collections.abc import Iterator
 from typing import Any
 
+from tests.kubeapi.selectors import label_matcher
 from tpu_platform.hotswap.adapter.api import JSON, ApiError, Resource
 
 
@@ -92,10 +98,12 @@ class FakeApi:
     def list_objects(self, resource: Resource) -> tuple[list[JSON], str]:
         self.calls.append(("list", resource.name, resource.label_selector, *_scope(resource)))
         self._maybe_fail("list_objects")
+        match = label_matcher(resource.label_selector)
         items = [
             copy.deepcopy(o)
             for o in self.objects[resource.name].values()
-            if not resource.namespace or o["metadata"].get("namespace") == resource.namespace
+            if (not resource.namespace or o["metadata"].get("namespace") == resource.namespace)
+            and match(o["metadata"].get("labels") or {})
         ]
         return items, str(self.rv)
 
@@ -104,7 +112,8 @@ class FakeApi:
     ) -> Iterator[JSON]:
         self.calls.append(("watch", resource.name, resource_version, timeout_seconds, *_scope(resource)))
         streams = self.watch_streams[resource.name]
-        events = streams.pop(0) if streams else []
+        bookmark: JSON = {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": str(self.rv)}}}
+        events = streams.pop(0) if streams else [bookmark]
         for ev in events:
             if isinstance(ev, ApiError):
                 raise ev
@@ -136,13 +145,20 @@ class FakeApi:
         pod = self.objects["pods"].get(f"{namespace}/{name}")
         if pod is None:
             raise ApiError(404, "NotFound")
+        wanted = ((body.get("deleteOptions") or {}).get("preconditions") or {}).get("uid")
+        if wanted and wanted != pod["metadata"].get("uid"):
+            raise ApiError(409, "Conflict", "Precondition failed: UID in precondition")
         pod["metadata"].setdefault("deletionTimestamp", "2030-01-01T00:00:00Z")
 
     def delete_pod(self, namespace: str, name: str, *, grace_period_seconds: int, uid: str) -> None:
         self.calls.append(("delete_pod", namespace, name, grace_period_seconds, uid))
         self._maybe_fail("delete_pod")
-        if self.objects["pods"].pop(f"{namespace}/{name}", None) is None:
+        pod = self.objects["pods"].get(f"{namespace}/{name}")
+        if pod is None:
             raise ApiError(404, "NotFound")
+        if uid and uid != pod["metadata"].get("uid"):
+            raise ApiError(409, "Conflict", "Precondition failed: UID in precondition")
+        del self.objects["pods"][f"{namespace}/{name}"]
 
     def create_event(self, namespace: str, body: JSON) -> None:
         self.calls.append(("create_event", namespace, copy.deepcopy(body)))

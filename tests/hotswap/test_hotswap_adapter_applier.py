@@ -225,3 +225,50 @@ def test_patch_for_node_missing_from_snapshot_is_skipped() -> None:
     api, applier, snap = setup()
     [r] = applier.apply([PatchNode("ghost", "a", add_taints=(Taint("x"),))], snap)
     assert r.outcome is Outcome.SKIPPED and api.writes() == []
+
+
+def test_the_fence_is_checked_per_write_not_per_batch() -> None:
+    """A lease lost halfway through a batch stops the rest of it at once."""
+    api, applier, snap = setup()
+    evictions = [
+        EvictPod("ml", f"p{i}", f"uid-p{i}", EvictionCause.FAIL_FAST, node="n1", pool="a", jobset="ml/j")
+        for i in range(4)
+    ]
+    for i in range(4):
+        api.objects["pods"][f"ml/p{i}"] = {
+            "metadata": {"name": f"p{i}", "namespace": "ml", "uid": f"uid-p{i}"}
+        }
+    allowed = iter([True, True, False, False])
+    applier.may_write = lambda: next(allowed)
+    results = applier.apply(evictions, snap)
+    assert [r.outcome for r in results] == [Outcome.APPLIED, Outcome.APPLIED, Outcome.FENCED, Outcome.FENCED]
+    assert len([w for w in api.writes() if w[0] == "evict_pod"]) == 2
+
+
+def test_a_failed_target_backs_off_while_others_proceed_and_retry_after_is_honoured() -> None:
+    api, applier, snap = setup()
+    for name in ("p0", "p1"):
+        api.objects["pods"][f"ml/{name}"] = {
+            "metadata": {"name": name, "namespace": "ml", "uid": f"uid-{name}"}
+        }
+    api.fail["evict_pod"] = [ApiError(429, "TooManyRequests", retry_after=30.0)]
+    p0 = EvictPod("ml", "p0", "uid-p0", EvictionCause.PREEMPTION, jobset="ml/j")
+    p1 = EvictPod("ml", "p1", "uid-p1", EvictionCause.PREEMPTION, jobset="ml/j")
+    assert [r.outcome for r in applier.apply([p0, p1], snap)] == [Outcome.BLOCKED, Outcome.APPLIED]
+    assert applier.backoff.waiting("pod/ml/p0") >= 29.0
+    [again] = applier.apply([p0], snap)
+    assert again.outcome is Outcome.BACKOFF
+    assert len([w for w in api.writes() if w[0] == "evict_pod"]) == 2, "no request while backing off"
+
+
+def test_an_event_is_not_sent_for_writes_that_failed() -> None:
+    api, applier, snap = setup()
+    api.objects["pods"]["ml/p0"] = {"metadata": {"name": "p0", "namespace": "ml", "uid": "uid-p0"}}
+    api.fail["evict_pod"] = [ApiError(0, "ProtocolError")]
+    evict = EvictPod("ml", "p0", "uid-p0", EvictionCause.FAIL_FAST, node="n1", pool="a", jobset="ml/j")
+    event = EmitEvent(
+        "JobSet", "ml", "j", "uid-j", "Warning", "HotswapFailFast", "Evicting 1 pod(s)", "Evict"
+    )
+    results = applier.apply([evict, event], snap)
+    assert [r.outcome for r in results] == [Outcome.FAILED, Outcome.SKIPPED]
+    assert not [w for w in api.writes() if w[0] == "create_event"]

@@ -10,7 +10,7 @@ import pytest
 
 from tests.hotswap.hotswap_fakes import FakeApi, node_obj
 from tpu_platform.hotswap.adapter.api import JSON, ApiError, Resource
-from tpu_platform.hotswap.adapter.cache import WatchCache
+from tpu_platform.hotswap.adapter.cache import Backoff, WatchCache
 from tpu_platform.hotswap.adapter.convert import NodeRecord, node_from_api
 
 NODES = Resource("nodes", "cloud.google.com/gke-tpu-accelerator")
@@ -75,7 +75,7 @@ def test_error_event_410_relists_and_resumes_from_the_new_version() -> None:
                 "object": {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old"},
             }
         ],
-        [],
+        [event("MODIFIED", node_obj("n1", "a"), "102")],
     ]
     cache.watch_once()
     assert cache.lists == 2 and names(cache) == ["n1", "n3"]
@@ -112,8 +112,10 @@ def test_other_errors_propagate_and_run_retries_with_backoff() -> None:
 
     flaky = StopAfterWatch()
     flaky.fail["list_objects"] = [ApiError(503, "Unavailable")]
-    fresh: WatchCache[NodeRecord] = WatchCache(flaky, NODES, node_from_api)
-    fresh.run(stop, max_backoff=0.01)
+    fresh: WatchCache[NodeRecord] = WatchCache(
+        flaky, NODES, node_from_api, backoff=Backoff(initial=0.01, cap=0.01)
+    )
+    fresh.run(stop)
     assert fresh.synced, "the failed list was retried"
     assert [c[0] for c in flaky.calls] == ["list", "list", "watch"]
 

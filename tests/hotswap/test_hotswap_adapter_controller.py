@@ -121,8 +121,9 @@ def test_unhealthy_pool_is_tainted_and_failed_fast_then_stuck_pod_cleared() -> N
     assert c.metrics.value("hotswap_actions_total", {"kind": "PatchNode", "outcome": "applied"}) == 4
 
     before = len(api.writes())
-    assert c.reconcile_once() is None, "waits until its writes show up in the caches"
-    assert len(api.writes()) == before
+    assert c.reconcile_once() is not None
+    assert len(api.writes()) == before, "actions on pool a wait until its writes show up in the caches"
+    assert c.metrics.value("hotswap_held_actions_total") > 0
 
     sync(c)
     d = c.reconcile_once()
@@ -252,3 +253,20 @@ def test_probe_endpoints() -> None:
         assert get(f"{base}/nope")[0] == 404
     finally:
         server.stop()
+
+
+def test_an_unmet_expectation_holds_only_what_it_touches() -> None:
+    """One slow watch event for pool a does not block pool b."""
+    from tpu_platform.hotswap.adapter.applier import ApplyResult, Outcome
+    from tpu_platform.hotswap.core.actions import EmitEvent, PatchNode
+
+    api = cluster()
+    c = controller(api, Clock(NOW))
+    sync(c)
+    taint_a = PatchNode("a-0", "a", add_taints=(), set_annotations=((k.SUSPECT_SINCE_ANNOTATION, "x"),))
+    c.expectations.expect([ApplyResult(taint_a, Outcome.APPLIED)], time.monotonic())
+    again_a = PatchNode("a-1", "a", set_annotations=((k.SUSPECT_SINCE_ANNOTATION, "x"),))
+    on_b = PatchNode("b-0", "b", set_annotations=((k.SUSPECT_SINCE_ANNOTATION, "x"),))
+    event_a = EmitEvent("Node", "", "a-1", "uid-a-1", "Warning", "HotswapPoolUnhealthy", "m", "Taint")
+    go, held = c.expectations.hold((again_a, on_b, event_a), time.monotonic())
+    assert go == (on_b,) and held == [again_a, event_a]

@@ -44,7 +44,7 @@ def test_off_there_is_no_lease_cache_and_no_lease_call() -> None:
     c = controller(api, Settings())
     assert c.leases is None and len(c.caches) == 3
     for cache in c.caches:
-        cache.watch_once()
+        cache.relist()
     assert not any("leases" in call for call in api.calls)
     snap = c.snapshot(NOW)
     assert all(n.lease_renewed is None for n in snap.nodes)

@@ -107,6 +107,14 @@ class _Handler(BaseHTTPRequestHandler):
             d.record(req, query, 0)
             self._reset()
             return
+        if fault is not None and fault.body is not None:
+            d.record(req, query, 200)
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(fault.body)))
+            self.end_headers()
+            self.wfile.write(fault.body)
+            return
         if fault is not None and fault.status:
             d.record(req, query, fault.status)
             self._status(
@@ -210,7 +218,8 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 rv = int(rv_text)
             next_bookmark = time.monotonic() + d.bookmark_interval
-            while not d.closing.is_set():
+            generation = d.watch_generation
+            while not d.closing.is_set() and generation == d.watch_generation:
                 try:
                     changes = d.store.changes_since(rv)
                 except ApiStatus as err:
@@ -240,7 +249,7 @@ class _Handler(BaseHTTPRequestHandler):
                     self._chunk(_bookmark(kind, d.store.rv if not changes else rv))
                     next_bookmark = now + d.bookmark_interval
                 with d.store.cond:
-                    if d.store.rv == rv:
+                    if d.store.rv == rv and generation == d.watch_generation:
                         d.store.cond.wait(min(0.2, max(0.0, ends - now)))
             else:
                 self.close_connection = True
@@ -304,6 +313,15 @@ class _Server(ThreadingHTTPServer):
         self.double = double
         super().__init__(addr, handler)
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Connections cut by injected faults or by the client are expected; anything else is not."""
+        import sys
+
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, TimeoutError, OSError)):
+            return
+        super().handle_error(request, client_address)
+
     def process_request(self, request: Any, client_address: Any) -> None:
         self.double._track(request)
         super().process_request(request, client_address)
@@ -342,6 +360,14 @@ class ApiDouble:
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self.on_write: Callable[[Served], None] | None = None
+        self.watch_generation = 0
+        """Bumped by :meth:`close_watches`; open streams end when it changes."""
+
+    @staticmethod
+    def store_kind(plural: str) -> Kind:
+        from tests.kubeapi.store import kind_named
+
+        return kind_named(plural)
 
     # --- lifecycle ---------------------------------------------------------------------------------
     @property
@@ -377,6 +403,12 @@ class ApiDouble:
                 with contextlib.suppress(OSError):
                     s.shutdown(socket.SHUT_RDWR)
             self._sockets.clear()
+
+    def close_watches(self) -> None:
+        """End every open watch stream cleanly (as an API server does on shutdown or rollout)."""
+        with self.store.cond:
+            self.watch_generation += 1
+            self.store.cond.notify_all()
 
     def outage(self, seconds: float) -> None:
         """The API server is unreachable for ``seconds`` (refused connections), then back."""

@@ -18,7 +18,7 @@ def test_requests_are_counted_by_outcome() -> None:
     with ApiDouble() as api:
         Seeder(api).node(node_obj("n-0", "pool-a"))
         cfg = configure(client.Configuration(host=api.url))
-        kube = KubernetesApi(client.ApiClient(cfg), observe=metrics.observe_request)
+        kube = KubernetesApi(client.ApiClient(cfg), observe=metrics.api_request)
         kube.list_objects(Resource("nodes"))
         api.faults.add(Fault(status=500, verbs=("list",), resources=("nodes",)))
         with pytest.raises(ApiError):

@@ -120,8 +120,8 @@ class Exporters:
         h.preemptions.inc()
         h.preempted_slices.inc(2)
         h.reconciles.labels(result="applied").inc()
-        h.observe_request("list", "pods", 200, 0.01)
-        h.observe_request("patch", "nodes", 500, 0.02)
+        h.api_request("list", "pods", 200, 0.01)
+        h.api_request("patch", "nodes", 500, 0.02)
         labels = {
             "cohort": "dev",
             "flavor": "tpu-v6e-4x4",

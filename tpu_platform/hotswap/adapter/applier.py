@@ -185,7 +185,7 @@ def target(action: Action) -> str:
     return ""
 
 
-def _reported(event: EmitEvent, actions: Sequence[Action]) -> list[Action]:
+def reported_by(event: EmitEvent, actions: Sequence[Action]) -> list[Action]:
     """The writes an Event reports (see the core's ``EmitEvent`` uses)."""
     key = f"{event.namespace}/{event.name}"
     if event.kind == "Node":
@@ -244,7 +244,7 @@ class Applier:
             if isinstance(action, EmitEvent):
                 unissued = [
                     a
-                    for a in _reported(action, actions)
+                    for a in reported_by(action, actions)
                     if outcomes.get(id(a)) not in (Outcome.APPLIED, None)
                 ]
                 if unissued:
@@ -367,6 +367,9 @@ class Applier:
                 status=err.status,
                 retry_after=err.retry_after,
             )
+        except Exception as err:
+            log.exception("action raised", extra={"fields": {"action": type(action).__name__}})
+            return ApplyResult(action, Outcome.FAILED, f"{type(err).__name__}: {err}", status=0)
         return ApplyResult(action, Outcome.APPLIED, status=200)
 
 

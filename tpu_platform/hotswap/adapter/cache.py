@@ -1,4 +1,28 @@
-"""List-then-watch caches: one list at start (and after 410 Gone), watches from there on.
+"""Reflector caches: list, then watch from the list's resourceVersion with bookmarks.
+
+Modelled on client-go's ``tools/cache/reflector.go``:
+
+- Watches ask for ``allowWatchBookmarks``; a BOOKMARK only advances the resourceVersion.
+- A watch that ends normally is resumed at once from the last resourceVersion, but a watch that
+  lasted under a second and delivered no object (bookmarks do not count) is an error ("very short
+  watch" in client-go, which counts bookmarks too), so an API server that closes every watch at
+  once, with or without a bookmark, cannot drive a hot loop.
+- Failures (of the list, of opening the watch, mid-stream, or an ERROR event) back off
+  exponentially with jitter: client-go uses ``NewExponentialBackoffManager(800ms, 30s, 2min, 2.0,
+  1.0)``, i.e. 0.8 s doubling, jitter up to +100 %, reset only after 2 min without a failure. The
+  cap here is 4 s (:data:`BACKOFF_MAX_SECONDS`, at most 8 s with jitter) so that after an outage
+  every cache is current again well inside lease duration + retry period (17 s).
+- ``410 Gone``/``Expired`` and "too large resource version" (504 with the
+  ``ResourceVersionTooLarge`` cause, ``apiserver/pkg/storage/errors.go``; client-go's
+  ``isTooLargeResourceVersionError``) mean the resourceVersion cannot be resumed: list again.
+- Health: a cache is *fresh* once it has listed, while its watch is open or it heard from the
+  server within :attr:`WatchCache.stale_after_seconds`, and while fewer than
+  :attr:`WatchCache.failure_threshold` attempts in a row failed. The default 90 s exceeds the
+  API server's bookmark period (about a minute, ``bookmarkFrequency`` in the apiserver's cacher),
+  so a quiet but open watch never looks stale; a dead connection fails sooner, through keepalive.
+  A watch that keeps failing (e.g. 403 after an RBAC change) makes it stale after
+  ``failure_threshold`` attempts; the controller then neither reports ready nor acts.
+  :meth:`WatchCache.age` is the time since the server was last heard from.
 
 Objects are converted to the core's types as they arrive, so building a snapshot costs no parsing.
 """
@@ -6,20 +30,81 @@ Objects are converted to the core's types as they arrive, so building a snapshot
 from __future__ import annotations
 
 import logging
+import random
 import threading
+import time
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from tpu_platform.hotswap.adapter.api import JSON, ApiError, KubeApi, Resource
 from tpu_platform.hotswap.adapter.convert import object_key
 
 T = TypeVar("T")
 GONE = 410
+TOO_LARGE_CAUSE = "ResourceVersionTooLarge"
+BACKOFF_INITIAL_SECONDS = 0.8
+BACKOFF_MAX_SECONDS = 4.0
+BACKOFF_RESET_SECONDS = 120.0
+SHORT_WATCH_SECONDS = 1.0
 log = logging.getLogger("hotswap.cache")
 
 
+class CacheObserver(Protocol):
+    """Where a cache reports its watch restarts, relists and failures (the controller's metrics)."""
+
+    def watch_started(self, resource: str) -> None: ...
+
+    def relisted(self, resource: str, reason: str) -> None: ...
+
+    def watch_failed(self, resource: str, status: int) -> None: ...
+
+
+def must_relist(err: ApiError) -> bool:
+    """The resourceVersion cannot be resumed: 410, or too large (504 with its cause or message)."""
+    if err.status == GONE:
+        return True
+    return err.status == 504 and (
+        TOO_LARGE_CAUSE in err.causes or "too large resource version" in (err.body or "").lower()
+    )
+
+
+class Backoff:
+    """Exponential backoff with jitter that resets only after a quiet period (client-go's manager)."""
+
+    def __init__(
+        self,
+        initial: float = BACKOFF_INITIAL_SECONDS,
+        cap: float = BACKOFF_MAX_SECONDS,
+        *,
+        reset_after: float = BACKOFF_RESET_SECONDS,
+        jitter: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.initial = initial
+        self.cap = cap
+        self.reset_after = reset_after
+        self.jitter = jitter
+        self.clock = clock
+        self.rng = rng or random.Random()
+        self._current = 0.0
+        self._last = -float("inf")
+
+    def next(self) -> float:
+        now = self.clock()
+        if now - self._last > self.reset_after:
+            self._current = 0.0
+        self._last = now
+        self._current = self.initial if self._current == 0 else min(self._current * 2, self.cap)
+        return self._current * (1.0 + self.jitter * self.rng.random())
+
+
+class _WatchEnded(Exception):
+    """The watch must be reopened from a new list."""
+
+
 class WatchCache(Generic[T]):
-    """Thread-safe store of converted objects kept current by a watch."""
+    """Thread-safe store of converted objects kept current by list + watch."""
 
     def __init__(
         self,
@@ -29,22 +114,55 @@ class WatchCache(Generic[T]):
         *,
         watch_timeout_seconds: int = 300,
         on_change: Callable[[], None] | None = None,
+        observer: CacheObserver | None = None,
+        stale_after_seconds: float = 90.0,
+        failure_threshold: int = 3,
+        clock: Callable[[], float] = time.monotonic,
+        backoff: Backoff | None = None,
     ) -> None:
         self.api = api
         self.resource = resource
         self.convert = convert
         self.watch_timeout_seconds = watch_timeout_seconds
         self.on_change = on_change
+        self.observer = observer
+        self.stale_after_seconds = stale_after_seconds
+        self.failure_threshold = failure_threshold
+        self.clock = clock
+        self.backoff = backoff if backoff is not None else Backoff(clock=clock)
         self.resource_version = ""
         self.lists = 0
-        """How many full lists were made (1 at start, +1 per 410 Gone)."""
+        """How many full lists were made (1 at start, +1 per relist)."""
+        self.watches = 0
+        """How many watch requests were opened."""
+        self.failures = 0
+        """Consecutive failed attempts (list, watch open, stream, ERROR event)."""
+        self.last_contact: float | None = None
+        self.last_beat = clock()
+        self._streaming = False
+        self._listed = False
         self._items: dict[str, T] = {}
         self._lock = threading.Lock()
-        self._synced = threading.Event()
+
+    # --- state -------------------------------------------------------------------------------------
+    def fresh(self, now: float | None = None) -> bool:
+        """Listed, not failing repeatedly, and open or recently heard from."""
+        now = self.clock() if now is None else now
+        if not self._listed or self.failures >= self.failure_threshold:
+            return False
+        if self._streaming:
+            return True
+        return self.last_contact is not None and now - self.last_contact < self.stale_after_seconds
 
     @property
     def synced(self) -> bool:
-        return self._synced.is_set()
+        """Fresh now (readiness and the permission to act depend on it)."""
+        return self.fresh()
+
+    def age(self, now: float | None = None) -> float:
+        """Seconds since the server was last heard from for this resource (inf: never)."""
+        now = self.clock() if now is None else now
+        return float("inf") if self.last_contact is None else max(0.0, now - self.last_contact)
 
     def values(self) -> list[T]:
         with self._lock:
@@ -54,7 +172,12 @@ class WatchCache(Generic[T]):
         with self._lock:
             return self._items.get(key)
 
-    def relist(self) -> None:
+    def _contact(self) -> None:
+        self.last_contact = self.clock()
+        self.last_beat = self.last_contact
+
+    # --- list and watch ----------------------------------------------------------------------------
+    def relist(self, reason: str = "start") -> None:
         items, rv = self.api.list_objects(self.resource)
         fresh: dict[str, T] = {}
         for obj in items:
@@ -65,19 +188,39 @@ class WatchCache(Generic[T]):
             self._items = fresh
             self.resource_version = rv
         self.lists += 1
-        self._synced.set()
-        log.info("listed", extra={"fields": {"resource": self.resource.name, "count": len(fresh), "rv": rv}})
+        self._listed = True
+        self._contact()
+        if self.observer is not None and self.lists > 1:
+            self.observer.relisted(self.resource.name, reason)
+        log.info(
+            "listed",
+            extra={
+                "fields": {"resource": self.resource.name, "count": len(fresh), "rv": rv, "reason": reason}
+            },
+        )
         self._changed()
 
     def apply_event(self, event: JSON) -> bool:
-        """Apply one watch event. False means the resourceVersion expired (410): list again."""
+        """Apply one watch event. False means the resourceVersion cannot be resumed: list again."""
         kind = event.get("type")
-        obj = event.get("object") or {}
+        obj = event.get("object")
+        if not isinstance(obj, dict):
+            raise ApiError(0, "BadResponse", f"watch event without an object: {str(event)[:200]}")
         if kind == "ERROR":
-            code = int(obj.get("code") or 0)
-            if code == GONE:
+            try:
+                code = int(obj.get("code") or 0)
+            except (TypeError, ValueError):
+                code = 0
+            causes = tuple(
+                str(c.get("reason") or "")
+                for c in (obj.get("details") or {}).get("causes") or []
+                if isinstance(c, dict)
+            )
+            err = ApiError(code, str(obj.get("reason", "")), str(obj.get("message", "")), causes=causes)
+            if must_relist(err):
                 return False
-            raise ApiError(code, str(obj.get("reason", "")), str(obj.get("message", "")))
+            raise err
+        self._contact()
         rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
         if kind == "BOOKMARK":
             if rv:
@@ -104,35 +247,74 @@ class WatchCache(Generic[T]):
         self._changed()
         return True
 
-    def watch_once(self) -> None:
-        """List if needed, then one watch request until the server closes it; re-list on 410 Gone."""
-        if not self.synced:
+    def watch_once(self, stop: threading.Event | None = None) -> None:
+        """List if needed, then one watch request until it ends. Raises on failure (incl. short)."""
+        if not self._listed:
             self.relist()
+        started = self.clock()
+        events = 0
+        self.watches += 1
+        if self.observer is not None:
+            self.observer.watch_started(self.resource.name)
         try:
             stream = self.api.watch_objects(self.resource, self.resource_version, self.watch_timeout_seconds)
             for event in stream:
+                if not self._streaming:
+                    self._streaming = True
+                    self.failures = 0
+                    self._contact()
+                if event.get("type") != "BOOKMARK":
+                    events += 1
                 if not self.apply_event(event):
-                    log.info("watch expired, relisting", extra={"fields": {"resource": self.resource.name}})
-                    self.relist()
+                    raise _WatchEnded("expired")
+                if stop is not None and stop.is_set():
                     return
+        except _WatchEnded:
+            self._streaming = False
+            self._relist_expired()
+            return
         except ApiError as err:
-            if err.status != GONE:
+            self._streaming = False
+            if not must_relist(err):
                 raise
-            log.info("watch expired, relisting", extra={"fields": {"resource": self.resource.name}})
-            self.relist()
+            self._relist_expired()
+            return
+        finally:
+            self._streaming = False
+        self._contact()
+        if self.clock() - started < SHORT_WATCH_SECONDS and events == 0:
+            raise ApiError(0, "ShortWatch", "watch closed within a second with no objects")
 
-    def run(self, stop: threading.Event, *, max_backoff: float = 30.0) -> None:
-        """Keep the cache current until ``stop``; errors are logged and retried with backoff."""
-        initial = min(0.5, max_backoff)
-        backoff = initial
+    def _relist_expired(self) -> None:
+        log.info("watch cannot resume, relisting", extra={"fields": {"resource": self.resource.name}})
+        self.relist("expired")
+
+    def run(self, stop: threading.Event) -> None:
+        """Keep the cache current until ``stop``; failures back off with jitter."""
         while not stop.is_set():
+            self.last_beat = self.clock()
             try:
-                self.watch_once()
-                backoff = initial
-            except Exception:
-                log.exception("watch failed", extra={"fields": {"resource": self.resource.name}})
-                stop.wait(backoff)
-                backoff = min(backoff * 2, max_backoff)
+                self.watch_once(stop)
+                self.failures = 0
+            except Exception as err:
+                self.failures += 1
+                status = err.status if isinstance(err, ApiError) else -1
+                if self.observer is not None:
+                    self.observer.watch_failed(self.resource.name, status)
+                wait = self.backoff.next()
+                log.warning(
+                    "watch failed",
+                    exc_info=not isinstance(err, ApiError),
+                    extra={
+                        "fields": {
+                            "resource": self.resource.name,
+                            "error": f"{type(err).__name__}: {err}",
+                            "failures": self.failures,
+                            "retry_in": round(wait, 2),
+                        }
+                    },
+                )
+                stop.wait(wait)
 
     def _changed(self) -> None:
         if self.on_change is not None:

@@ -1,4 +1,10 @@
-"""The control loop: caches -> snapshot -> decide -> (leader, not dry-run) apply. Handlers stay thin."""
+"""The control loop: caches -> snapshot -> decide -> (leader, not dry-run) apply. Handlers stay thin.
+
+Nothing is decided while any cache is stale (not listed, watch failing, or silent too long): a
+stale view could undo or repeat work. Every write passes the applier's fence (the lease held with
+margin, and the process not stopping). Liveness covers the loop, the elector and every watch
+thread: a dead or wedged thread gets the pod restarted.
+"""
 
 from __future__ import annotations
 
@@ -54,12 +60,15 @@ class Controller:
         self.leader = leader
         self.clock = clock
         self.wake = threading.Event()
+        self.stopping = threading.Event()
+        self.threads: list[threading.Thread] = []
         self.nodes: WatchCache[NodeRecord] = WatchCache(
             api,
             Resource("nodes", rt.node_label_selector),
             node_from_api,
             watch_timeout_seconds=rt.watch_timeout_seconds,
             on_change=self.wake.set,
+            observer=self.metrics,
         )
         self.pods: WatchCache[Pod] = WatchCache(
             api,
@@ -67,6 +76,7 @@ class Controller:
             pod_from_api,
             watch_timeout_seconds=rt.watch_timeout_seconds,
             on_change=self.wake.set,
+            observer=self.metrics,
         )
         self.jobsets: WatchCache[JobSet] = WatchCache(
             api,
@@ -74,6 +84,7 @@ class Controller:
             jobset_from_api,
             watch_timeout_seconds=rt.watch_timeout_seconds,
             on_change=self.wake.set,
+            observer=self.metrics,
         )
         self.leases: WatchCache[NodeLease] | None = None
         """Node heartbeats, only with ``lease_stale_seconds`` on. No wake-up on their events: every
@@ -85,10 +96,15 @@ class Controller:
                 Resource("leases", namespace=k.NODE_LEASE_NAMESPACE),
                 lease_from_api,
                 watch_timeout_seconds=rt.watch_timeout_seconds,
+                observer=self.metrics,
             )
         self.lease_observations = LeaseObservations()
         self.applier = Applier(
-            api, identity=identity, node_event_namespace=rt.node_event_namespace, clock=clock
+            api,
+            identity=identity,
+            node_event_namespace=rt.node_event_namespace,
+            clock=clock,
+            may_write=self.may_write,
         )
         self.expectations = Expectations(self.nodes, self.pods, self.jobsets)
         self.last_loop = time.monotonic()
@@ -106,12 +122,32 @@ class Controller:
 
     @property
     def synced(self) -> bool:
+        """Every cache is fresh: readiness, and the permission to decide."""
         return all(c.synced for c in self.caches)
 
+    def may_write(self) -> bool:
+        """The fence for each write: not stopping, and (with election) the lease held with margin."""
+        if self.stopping.is_set():
+            return False
+        return self.leader is None or self.leader.may_write()
+
     def alive(self) -> bool:
-        """The loop has come round recently (a hung loop gets the pod restarted)."""
-        limit = max(30.0, 5 * self.config.runtime.reconcile_interval_seconds)
-        return time.monotonic() - self.last_loop < limit
+        """The loop came round recently, the elector too, and no worker thread has died."""
+        rt = self.config.runtime
+        limit = max(30.0, 5 * rt.reconcile_interval_seconds)
+        now = time.monotonic()
+        ok = now - self.last_loop < limit
+        if self.leader is not None and self.leader.clock is time.monotonic:
+            ok = ok and now - self.leader.last_beat < limit + rt.retry_period_seconds * 3
+        for t in self.threads:
+            running = t.is_alive()
+            self.metrics.thread_alive.labels(thread=t.name).set(1 if running else 0)
+            ok = ok and (running or self.stopping.is_set())
+        return ok
+
+    def watch_thread(self, thread: threading.Thread) -> None:
+        """Count ``thread`` (e.g. the elector's) in liveness."""
+        self.threads.append(thread)
 
     def snapshot(self, now: float) -> Snapshot:
         records = self.nodes.values()
@@ -135,14 +171,18 @@ class Controller:
         return self.leader is None or self.leader.is_leader()
 
     def reconcile_once(self) -> Decision | None:
-        """One pass; None until every cache has listed and our last writes are visible in them."""
-        self.metrics.caches_synced.set(1 if self.synced else 0)
-        if not self.synced:
+        """One pass; None while any cache is stale. Actions on what our last writes touched wait
+        until those writes are visible in the caches."""
+        now_mono = time.monotonic()
+        for c in self.caches:
+            age = c.age(now_mono)
+            self.metrics.cache_age.labels(resource=c.resource.name).set(age if age != float("inf") else -1)
+            self.metrics.cache_fresh.labels(resource=c.resource.name).set(1 if c.fresh(now_mono) else 0)
+        synced = self.synced
+        self.metrics.caches_synced.set(1 if synced else 0)
+        if not synced:
             return None
-        waiting = self.expectations.pending(time.monotonic())
-        if waiting:
-            log.debug("waiting for own writes to be observed", extra={"fields": {"pending": waiting[:5]}})
-            return None
+        self.metrics.pending_expectations.set(len(self.expectations.pending(now_mono)))
         started = time.perf_counter()
         snap = self.snapshot(self.clock())
         decision = report_rejections(
@@ -168,7 +208,21 @@ class Controller:
                 self.metrics.actions.labels(kind=type(a).__name__, outcome="not-leader").inc()
             self.metrics.reconciles.labels(result="standby").inc()
         else:
-            results = self.applier.apply(decision.actions, snap) if decision.actions else []
+            go, held = self.expectations.hold(decision.actions, time.monotonic())
+            if held:
+                self.metrics.held_actions.inc(len(held))
+                log.debug(
+                    "held until own writes are observed",
+                    extra={
+                        "fields": {
+                            "held": len(held),
+                            "pending": self.expectations.pending(time.monotonic())[:5],
+                        }
+                    },
+                )
+            batch = time.perf_counter()
+            results = self.applier.apply(go, snap) if go else []
+            self.metrics.batch_duration.observe(time.perf_counter() - batch)
             self.expectations.expect(results, time.monotonic())
             self._record(decision, results)
             self.metrics.reconciles.labels(result="applied").inc()
@@ -228,11 +282,16 @@ class Controller:
         ]
         for t in threads:
             t.start()
+        self.threads.extend(threads)
         return threads
 
     def run(self, stop: threading.Event) -> None:
-        """Reconcile on watch events (debounced) and at least every reconcile interval."""
+        """Reconcile on watch events (debounced) and at least every reconcile interval.
+
+        ``stop`` (SIGTERM) ends deciding: the write in flight returns, no further write passes the
+        fence, and the loop returns so the caller can release the lease."""
         rt = self.config.runtime
+        self.stopping = stop
         while not stop.is_set():
             self.last_loop = time.monotonic()
             self.wake.wait(rt.reconcile_interval_seconds)

@@ -39,6 +39,9 @@ from tpu_platform.hotswap.adapter.applier import micro_time
 
 log = logging.getLogger("hotswap.leader")
 JITTER_FACTOR = 1.2
+RELEASE_ATTEMPTS = 3
+"""A release that meets a transport error or 5xx is retried (the lease is re-read, so a release
+that did land is not repeated: no second release, no 409)."""
 
 
 class LeaderElector:
@@ -214,24 +217,39 @@ class LeaderElector:
             self.on_change(False)
         if not leading:
             return
-        try:
-            lease = self.api.get_lease(self.namespace, self.name, timeout=self.request_timeout)
-            if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self.identity:
+        for attempt in range(RELEASE_ATTEMPTS):
+            try:
+                self._give_up()
                 return
-            stamp = micro_time(self.wall_clock())
-            spec = dict(lease.get("spec") or {})
-            spec.update(holderIdentity="", leaseDurationSeconds=1, renewTime=stamp, acquireTime=stamp)
-            metadata = {
-                "name": self.name,
-                "namespace": self.namespace,
-                "resourceVersion": (lease.get("metadata") or {}).get("resourceVersion", ""),
-            }
-            self.api.replace_lease(
-                self.namespace, self.name, self._body(metadata, spec), timeout=self.request_timeout
-            )
-            log.info("lease released", extra={"fields": {"identity": self.identity}})
-        except Exception as err:  # noqa: BLE001 - the elector survives every failure
-            log.warning("lease release failed", extra={"fields": {"error": f"{type(err).__name__}: {err}"}})
+            except ApiError as err:
+                retry = err.retryable and attempt + 1 < RELEASE_ATTEMPTS
+                log.warning(
+                    "lease release failed",
+                    extra={"fields": {"error": f"{type(err).__name__}: {err}", "retrying": retry}},
+                )
+                if not retry:
+                    return
+                time.sleep(min(0.5, self.retry_period))
+            except Exception:
+                log.exception("lease release failed")
+                return
+
+    def _give_up(self) -> None:
+        lease = self.api.get_lease(self.namespace, self.name, timeout=self.request_timeout)
+        if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self.identity:
+            return
+        stamp = micro_time(self.wall_clock())
+        spec = dict(lease.get("spec") or {})
+        spec.update(holderIdentity="", leaseDurationSeconds=1, renewTime=stamp, acquireTime=stamp)
+        metadata = {
+            "name": self.name,
+            "namespace": self.namespace,
+            "resourceVersion": (lease.get("metadata") or {}).get("resourceVersion", ""),
+        }
+        self.api.replace_lease(
+            self.namespace, self.name, self._body(metadata, spec), timeout=self.request_timeout
+        )
+        log.info("lease released", extra={"fields": {"identity": self.identity}})
 
     # --- loop --------------------------------------------------------------------------------------
     def next_wait(self) -> float:

@@ -77,7 +77,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
 
 
+def _log_thread_death(args: threading.ExceptHookArgs) -> None:
+    """A worker thread that dies is logged (liveness then fails and the pod is restarted)."""
+    thread = args.thread.name if args.thread is not None else "?"
+    log.error(
+        "thread died",
+        exc_info=(args.exc_type, args.exc_value, args.exc_traceback),  # type: ignore[arg-type]
+        extra={"fields": {"thread": thread}},
+    )
+
+
 def run(cfg: Config, *, identity: str, kubeconfig: str | None) -> int:
+    """Run until SIGTERM (exit 0) or until the lease is lost (exit 1, so Kubernetes restarts us).
+
+    Order on the way out: stop deciding, let the write in flight return (the loop returns after
+    it), stop the elector thread, then release the lease, once."""
     from kubernetes.config.config_exception import ConfigException
     from prometheus_client import start_http_server
 
@@ -88,11 +102,15 @@ def run(cfg: Config, *, identity: str, kubeconfig: str | None) -> int:
     from tpu_platform.hotswap.adapter.probes import ProbeServer
 
     rt = cfg.runtime
+    threading.excepthook = _log_thread_death
     metrics = Metrics()
     try:
-        api = KubernetesApi.from_environment(kubeconfig, observe=metrics.observe_request)
-    except ConfigException as err:
-        log.error("no cluster to talk to", extra={"fields": {"error": str(err)}})
+        api = KubernetesApi.from_environment(kubeconfig, identity=identity, observe=metrics.api_request)
+        # Leader election gets a client of its own (pool and rate limiter), as kube-controller-manager
+        # does: a batch of writes queued behind the QPS limit must not delay a lease renewal.
+        lease_api = KubernetesApi.from_environment(kubeconfig, identity=identity, observe=metrics.api_request)
+    except (ConfigException, OSError, ValueError) as err:
+        log.error("no cluster to talk to", extra={"fields": {"error": str(err), "kubeconfig": kubeconfig}})
         return 1
     stop = threading.Event()
 
@@ -100,23 +118,39 @@ def run(cfg: Config, *, identity: str, kubeconfig: str | None) -> int:
         log.info("stopping", extra={"fields": {"signal": signum}})
         stop.set()
 
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
     leader = LeaderElector(
-        api,
+        lease_api,
         namespace=rt.effective_lease_namespace(),
         name=rt.lease_name,
         identity=identity,
         lease_duration=rt.lease_duration_seconds,
         renew_deadline=rt.renew_deadline_seconds,
         retry_period=rt.retry_period_seconds,
-        on_change=lambda leading: metrics.is_leader.set(1 if leading else 0),
+        on_change=metrics.leadership,
+        on_lost=stop.set,
     )
     controller = Controller(api, cfg, identity=identity, metrics=metrics, leader=leader)
-    start_http_server(rt.metrics_port, addr=rt.bind_address, registry=metrics.registry)
-    probes = ProbeServer(
-        rt.bind_address, rt.health_port, alive=controller.alive, ready=lambda: controller.synced
-    )
+    try:
+        start_http_server(rt.metrics_port, addr=rt.bind_address, registry=metrics.registry)
+        probes = ProbeServer(
+            rt.bind_address, rt.health_port, alive=controller.alive, ready=lambda: controller.synced
+        )
+    except OSError as err:
+        log.error(
+            "cannot listen: is another process using the metrics or probe port?",
+            extra={
+                "fields": {
+                    "metrics_port": rt.metrics_port,
+                    "health_port": rt.health_port,
+                    "bind_address": rt.bind_address,
+                    "error": str(err),
+                    "fix": "free the port, or set runtime.metrics_port / runtime.health_port",
+                }
+            },
+        )
+        return 2
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
     probes.start()
     log.info(
         "starting",
@@ -129,9 +163,17 @@ def run(cfg: Config, *, identity: str, kubeconfig: str | None) -> int:
             }
         },
     )
-    threading.Thread(target=leader.run, args=(stop,), name="leader", daemon=True).start()
+    elector = threading.Thread(target=leader.run, args=(stop,), name="leader", daemon=True)
+    elector.start()
+    controller.watch_thread(elector)
     controller.start_caches(stop)
     controller.run(stop)
-    leader.release()
+    elector.join(timeout=leader.request_timeout * 2 + rt.retry_period_seconds)
+    lost = leader.lost.is_set()
+    if not lost:
+        leader.release()
     probes.stop()
+    if lost:
+        log.error("exiting after losing the lease", extra={"fields": {"identity": identity}})
+        return 1
     return 0

@@ -55,16 +55,94 @@ class Metrics:
             f"{PREFIX}_mass_outage_hold", "1 while the mass-outage guard holds actions.", registry=r
         )
         self.dry_run = Gauge(f"{PREFIX}_dry_run", "1 if running in dry-run mode.", registry=r)
+        # --- API transport -----------------------------------------------------------------------
         self.api_requests = Counter(
             f"{PREFIX}_api_requests",
-            "Kubernetes API requests by verb, resource and HTTP status (0: no usable reply).",
+            "API requests by verb, resource and HTTP code (0: transport error, no reply).",
             ["verb", "resource", "code"],
             registry=r,
         )
+        self.api_latency = Histogram(
+            f"{PREFIX}_api_request_duration_seconds",
+            "API request latency by verb (a watch: until its stream opened or failed).",
+            ["verb"],
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 15.0),
+            registry=r,
+        )
+        # --- caches ------------------------------------------------------------------------------
+        self.watch_restarts = Counter(
+            f"{PREFIX}_watch_restarts", "Watch requests opened, by resource.", ["resource"], registry=r
+        )
+        self.relists = Counter(
+            f"{PREFIX}_relists",
+            "Full lists after the first, by resource and reason (expired: 410 or too large RV).",
+            ["resource", "reason"],
+            registry=r,
+        )
+        self.watch_failures = Counter(
+            f"{PREFIX}_watch_failures",
+            "Failed list/watch attempts by resource and status (0: transport).",
+            ["resource", "code"],
+            registry=r,
+        )
+        self.cache_age = Gauge(
+            f"{PREFIX}_cache_age_seconds",
+            "Seconds since the API server was last heard from, per cache.",
+            ["resource"],
+            registry=r,
+        )
+        self.cache_fresh = Gauge(
+            f"{PREFIX}_cache_fresh",
+            "1 while a cache is listed, watched and not failing.",
+            ["resource"],
+            registry=r,
+        )
+        # --- leadership and the loop -------------------------------------------------------------
+        self.leader_transitions = Counter(
+            f"{PREFIX}_leader_transitions",
+            "Times this process started or stopped leading.",
+            ["to"],
+            registry=r,
+        )
+        self.pending_expectations = Gauge(
+            f"{PREFIX}_pending_expectations", "Own writes not yet seen in the caches.", registry=r
+        )
+        self.held_actions = Counter(
+            f"{PREFIX}_held_actions",
+            "Actions held back until earlier writes on what they touch are observed.",
+            registry=r,
+        )
+        self.batch_duration = Histogram(
+            f"{PREFIX}_batch_duration_seconds",
+            "Time to apply one reconcile's actions.",
+            buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0),
+            registry=r,
+        )
+        self.thread_alive = Gauge(
+            f"{PREFIX}_thread_alive",
+            "1 while a worker thread (elector, watch, loop) runs.",
+            ["thread"],
+            registry=r,
+        )
+        # hotswap_rejected_inputs_total{kind,reason} is registered by adapter/rejections.py
 
-    def observe_request(self, verb: str, resource: str, status: int, seconds: float) -> None:
-        """A :data:`~tpu_platform.hotswap.adapter.kube.RequestObserver`: count every API request."""
-        self.api_requests.labels(verb=verb, resource=resource, code=str(status)).inc()
+    # --- observers (RequestObserver, CacheObserver) ------------------------------------------------
+    def api_request(self, verb: str, resource: str, code: int, seconds: float) -> None:
+        self.api_requests.labels(verb=verb, resource=resource, code=str(code)).inc()
+        self.api_latency.labels(verb=verb).observe(seconds)
+
+    def watch_started(self, resource: str) -> None:
+        self.watch_restarts.labels(resource=resource).inc()
+
+    def relisted(self, resource: str, reason: str) -> None:
+        self.relists.labels(resource=resource, reason=reason).inc()
+
+    def watch_failed(self, resource: str, status: int) -> None:
+        self.watch_failures.labels(resource=resource, code=str(status)).inc()
+
+    def leadership(self, leading: bool) -> None:
+        self.is_leader.set(1 if leading else 0)
+        self.leader_transitions.labels(to="leader" if leading else "follower").inc()
 
     def value(self, name: str, labels: dict[str, str] | None = None) -> float:
         """Current sample value (0 if absent): for tests and debugging."""
