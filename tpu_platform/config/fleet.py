@@ -19,6 +19,9 @@ from .formats import check_project_id
 from .pools import SlicePoolConfig
 from .quota import QuotaConfig
 
+# The frameworks a fleet's Kueue may manage: the worker's MultiKueue role grants exactly what
+# Kueue's create-multikueue-kubeconfig.sh grants for these (tpu_platform.kueue.multikueue).
+FLEET_FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset")
 # MultiKueueConfig.spec.clusters has maxItems 20 (kueue.x-k8s.io_multikueueconfigs.yaml, v0.19.2).
 MAX_WORKERS = 20
 

@@ -74,7 +74,7 @@ def check_stack(cfg: PlatformConfig) -> Problems:
     for check in MANAGER_CHECKS:
         problems.extend(check(cfg))
     problems.extend(check_fleet_names(cfg.fleet, cfg))
-    problems.extend(check_fleet_access(cfg.fleet))
+    problems.extend(check_fleet_access(cfg.fleet, cfg))
     problems.extend(check_workers(cfg, cfg.fleet, check_platform))
     return problems
 

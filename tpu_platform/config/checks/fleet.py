@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..fleet import FleetConfig, FleetWorkerConfig
+from ..fleet import FLEET_FRAMEWORKS, FleetConfig, FleetWorkerConfig
 from ..platform import PlatformConfig
 from ..problems import Loc, Problem, Problems
 
@@ -55,9 +55,18 @@ def check_fleet_names(fleet: FleetConfig, cfg: PlatformConfig) -> Problems:
     return problems
 
 
-def check_fleet_access(fleet: FleetConfig) -> Problems:
-    """Workers the manager's Kueue can reach with the token the stack creates for it."""
+def check_fleet_access(fleet: FleetConfig, cfg: PlatformConfig) -> Problems:
+    """Workers the manager's Kueue can reach with the token the stack creates for it, allowed
+    to touch only the frameworks the fleet runs."""
     problems = Problems()
+    for index, framework in enumerate(cfg.kueue.integrations):
+        if framework not in FLEET_FRAMEWORKS:
+            problems.add(
+                ("kueue", "integrations", index),
+                f"a fleet's workers grant MultiKueue only {', '.join(FLEET_FRAMEWORKS)}; MultiKueue "
+                f"watches every integration on each worker, so {framework!r} would leave the workers "
+                "unreachable: remove it",
+            )
     for index, worker in enumerate(fleet.workers):
         here: Loc = ("fleet", "workers", index, "cluster")
         if worker.cluster.mode != "create":
