@@ -58,7 +58,8 @@ class PlatformConfig(StackModel):
         if isinstance(manager, dict) and "cluster" in manager:
             data.setdefault("cluster", manager["cluster"])
         pools: list[Any] = []
-        for worker in fleet.get("workers") or []:
+        workers = fleet.get("workers")
+        for worker in workers if isinstance(workers, list) else []:
             if not isinstance(worker, dict) or not isinstance(worker.get("slicePools"), list):
                 continue
             zone = worker.get("zone")
