@@ -423,3 +423,59 @@ def test_summary_per_cluster_and_for_the_fleet(fleet_stack: dict[str, Any]) -> N
     text = summary.as_text()
     assert text.startswith("fleet: manager tpu-fleet-manager (us-east5-b), 2 workers: 6 TPU v6e slices")
     assert "  worker central (MultiKueueCluster):\n    cluster tpu-fleet-central (us-central1-b)" in text
+
+
+# --- the linter against the manager's queues ------------------------------------------------
+
+
+def _fleet_jobset(**spec: Any) -> dict[str, Any]:
+    """The corrected example JobSet, sent to the fleet's training queue."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "jobsets" / "high-jax-trillium.yaml"
+    manifest = yaml.safe_load(path.read_text())
+    manifest["metadata"]["namespace"] = "training"
+    manifest["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "training-queue"
+    manifest["spec"].update(spec)
+    return manifest
+
+
+def _fleet_rules(manifest: dict[str, Any]) -> set[str]:
+    from tpu_platform.lint import lint_jobset
+    from tpu_platform.lint.stack import context_from_stack
+
+    ctx = context_from_stack(parse_stack_config(load_stack_config(stack_file("fleet"))))
+    return {f.rule for f in lint_jobset(manifest, ctx)}
+
+
+def test_linter_knows_the_manager_queues() -> None:
+    from tpu_platform import catalog
+    from tpu_platform.lint.stack import context_from_stack
+
+    ctx = context_from_stack(parse_stack_config(load_stack_config(stack_file("fleet"))))
+    target = ctx.local_queues[("training", "training-queue")]
+    assert target.cluster_queue == "training-cq" and target.multikueue
+    assert target.quota_chips(catalog.lookup("4x4")) == 48
+    # A JobSet runs whole on one worker: the largest has two 4x4 slices, not the fleet's four.
+    assert ctx.cluster_slices[catalog.lookup("4x4")] == 2
+    assert "multikueue-managed-by" not in _fleet_rules(_fleet_jobset())
+    assert "multikueue-managed-by" not in _fleet_rules(_fleet_jobset(managedBy=mk.MULTIKUEUE_CONTROLLER))
+
+
+def test_a_jobset_managed_by_another_controller_is_an_error() -> None:
+    assert "multikueue-managed-by" in _fleet_rules(
+        _fleet_jobset(managedBy="jobset.sigs.k8s.io/jobset-controller")
+    )
+
+
+def test_managed_by_is_not_checked_on_a_single_cluster() -> None:
+    from tpu_platform.lint import lint_jobset
+    from tpu_platform.lint.stack import context_from_stack
+
+    path = stack_file("seed")
+    manifest = yaml.safe_load(
+        (path.parents[1] / "examples" / "jobsets" / "high-jax-trillium.yaml").read_text()
+    )
+    manifest["spec"]["managedBy"] = "jobset.sigs.k8s.io/jobset-controller"
+    ctx = context_from_stack(parse_stack_config(load_stack_config(path)))
+    assert "multikueue-managed-by" not in {f.rule for f in lint_jobset(manifest, ctx)}
