@@ -22,8 +22,9 @@ and rejects exec plugins, token files and auth providers (``multikueuecluster.go
 ``validateKubeconfig``/``validateRestConfig``), so gke-gcloud-auth-plugin cannot be used and a
 TokenRequest token would expire with nothing on the manager to renew it. The token lives until its
 Secret is deleted; rotation (``fleet.workers[].credentialsRotation``) renames the Secret, so Pulumi
-creates the new token, rewrites the manager's kubeconfig Secret, then deletes the old token Secret,
-which revokes it. Pure functions; objects validate against ``../shared/crds/kueue-v0.19.2``.
+creates the new token, rewrites the manager's kubeconfig Secret (Kueue watches Secrets and
+reconnects: ``multikueuecluster.go``, ``secretHandler``), then deletes the old token Secret, which
+revokes it. Pure functions; objects validate against ``../shared/crds/kueue-v0.19.2``.
 """
 
 from __future__ import annotations
