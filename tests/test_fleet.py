@@ -118,6 +118,12 @@ def test_worker_teams_must_be_the_manager_teams(fleet_stack: dict[str, Any]) -> 
     assert "research, training" in problems[0]
 
 
+def test_every_worker_lists_every_team(fleet_stack: dict[str, Any]) -> None:
+    del fleet_stack[FLEET]["workers"][1]["teams"][0]
+    problem = only_problem(fleet_stack)
+    assert problem.startswith("tpu-platform:fleet.workers[1].teams: team 'training' has no entry"), problem
+
+
 def test_duplicate_worker_and_cluster_names(fleet_stack: dict[str, Any]) -> None:
     workers = fleet_stack[FLEET]["workers"]
     workers[1]["name"] = "east"

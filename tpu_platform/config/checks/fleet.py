@@ -52,6 +52,13 @@ def check_fleet_names(fleet: FleetConfig, cfg: PlatformConfig) -> Problems:
             elif team.name in listed:
                 problems.add(loc, f"team {team.name!r} is already teams[{listed[team.name]}]: merge the two")
             listed.setdefault(team.name, position)
+        for name in sorted(teams - set(listed)):
+            problems.add(
+                (*here, "teams"),
+                f"team {name!r} has no entry on worker {worker.name!r}; every worker mirrors the "
+                f"manager's queues: add {{name: {name}, quota: [...]}} (slices: 0 with a cohort to only "
+                "borrow)",
+            )
     return problems
 
 
@@ -91,7 +98,9 @@ def check_fleet_access(fleet: FleetConfig, cfg: PlatformConfig) -> Problems:
     return problems
 
 
-def _worker_loc(cfg: PlatformConfig, worker: FleetWorkerConfig, index: int, loc: Loc) -> tuple[Loc, str]:
+def _worker_loc(
+    cfg: PlatformConfig, worker: FleetWorkerConfig, index: int, loc: Loc
+) -> tuple[Loc, str] | None:
     """Where a worker platform's problem sits in the fleet stack, and a prefix when the place is
     a section the workers share (priorities, kueue, teams' other settings)."""
     here: Loc = ("fleet", "workers", index)
@@ -100,8 +109,9 @@ def _worker_loc(cfg: PlatformConfig, worker: FleetWorkerConfig, index: int, loc:
     if len(loc) >= 3 and loc[0] == "teams" and loc[2] == "quota" and isinstance(loc[1], int):
         name = cfg.teams[loc[1]].name
         positions = [i for i, team in enumerate(worker.teams) if team.name == name]
-        if positions:
-            return (*here, "teams", positions[0], *loc[2:]), ""
+        if not positions:
+            return None  # the team has no entry on this worker: check_fleet_names says so
+        return (*here, "teams", positions[0], *loc[2:]), ""
     return loc, f"on worker {worker.name}: "
 
 
@@ -112,6 +122,7 @@ def check_workers(
     problems = Problems()
     for index, worker in enumerate(fleet.workers):
         for problem in check(cfg.worker_platform(worker)):
-            loc, prefix = _worker_loc(cfg, worker, index, problem.loc)
-            problems.items.append(Problem(loc, prefix + problem.message))
+            placed = _worker_loc(cfg, worker, index, problem.loc)
+            if placed is not None:
+                problems.items.append(Problem(placed[0], placed[1] + problem.message))
     return problems
