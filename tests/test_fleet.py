@@ -485,3 +485,23 @@ def test_managed_by_is_not_checked_on_a_single_cluster() -> None:
     manifest["spec"]["managedBy"] = "jobset.sigs.k8s.io/jobset-controller"
     ctx = context_from_stack(parse_stack_config(load_stack_config(path)))
     assert "multikueue-managed-by" not in {f.rule for f in lint_jobset(manifest, ctx)}
+
+
+# --- the simulator runs one worker ----------------------------------------------------------
+
+
+def test_whatif_simulates_one_named_worker() -> None:
+    from tpu_platform.config import StackConfigError
+    from tpu_platform.sim.whatif import one_cluster
+
+    cfg = parse_stack_config(load_stack_config(stack_file("fleet")))
+    central = one_cluster(cfg, "central")
+    assert central.fleet is None and central.cluster.name == "tpu-fleet-central"
+    with pytest.raises(StackConfigError, match="pass --worker with one of east, central"):
+        one_cluster(cfg, None)
+    with pytest.raises(StackConfigError, match="no worker 'west'"):
+        one_cluster(cfg, "west")
+    single = parse_stack_config(load_stack_config(stack_file("dev")))
+    assert one_cluster(single, None) is single
+    with pytest.raises(StackConfigError, match="not a fleet stack"):
+        one_cluster(single, "east")
