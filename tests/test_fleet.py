@@ -135,6 +135,25 @@ def test_duplicate_worker_and_cluster_names(fleet_stack: dict[str, Any]) -> None
     )
 
 
+def test_clusters_of_one_project_need_distinct_node_accounts(fleet_stack: dict[str, Any]) -> None:
+    workers = fleet_stack[FLEET]["workers"]
+    workers[0]["cluster"]["name"] = "tpu-fleet-production-west-a"
+    workers[1]["cluster"]["name"] = "tpu-fleet-production-west-b"
+    problem = only_problem(fleet_stack)
+    assert problem.startswith("tpu-platform:fleet.workers[1].cluster.name: the node service account"), problem
+    workers[1]["project"] = "another-project"
+    parse_stack_config(fleet_stack)
+
+
+def test_two_workers_cannot_build_the_image_into_one_repository(fleet_stack: dict[str, Any]) -> None:
+    del fleet_stack["tpu-platform:hotswap"]["image"]
+    parse_stack_config(fleet_stack)  # two regions: two repositories
+    worker = fleet_stack[FLEET]["workers"][1]
+    worker.update(region="us-east5", zone="us-east5-a")
+    problem = only_problem(fleet_stack)
+    assert problem.startswith("tpu-platform:fleet.workers[1].region: workers[0] already builds"), problem
+
+
 def test_workers_are_reached_through_their_dns_endpoint(fleet_stack: dict[str, Any]) -> None:
     fleet_stack[FLEET]["workers"][0]["cluster"]["controlPlaneAccess"] = "ip"
     fleet_stack[FLEET]["workers"][0]["cluster"]["masterAuthorizedCidrs"] = ["203.0.113.0/24"]

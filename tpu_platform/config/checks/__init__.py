@@ -15,7 +15,7 @@ from ..problems import Problems
 from .capacity import check_quota_capacity
 from .cluster import check_cluster, check_maintenance, check_network
 from .cohorts import check_cohorts
-from .fleet import check_fleet_access, check_fleet_names, check_workers
+from .fleet import check_fleet_access, check_fleet_collisions, check_fleet_names, check_workers
 from .hotswap import check_hotswap
 from .kueue import check_kueue
 from .locations import check_locations
@@ -75,6 +75,7 @@ def check_stack(cfg: PlatformConfig) -> Problems:
         problems.extend(check(cfg))
     problems.extend(check_fleet_names(cfg.fleet, cfg))
     problems.extend(check_fleet_access(cfg.fleet, cfg))
+    problems.extend(check_fleet_collisions(cfg.fleet, cfg))
     problems.extend(check_workers(cfg, cfg.fleet, check_platform))
     return problems
 

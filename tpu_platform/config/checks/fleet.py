@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..cluster import ClusterConfig
 from ..fleet import FLEET_FRAMEWORKS, FleetConfig, FleetWorkerConfig
 from ..platform import PlatformConfig
 from ..problems import Loc, Problem, Problems
@@ -95,6 +96,45 @@ def check_fleet_access(fleet: FleetConfig, cfg: PlatformConfig) -> Problems:
             "pulumi up creates the kubeconfig Secrets on the manager through its DNS-based endpoint; "
             "use controlPlaneAccess: dns",
         )
+    return problems
+
+
+def check_fleet_collisions(fleet: FleetConfig, cfg: PlatformConfig) -> Problems:
+    """Google Cloud names two clusters of one project would both create: the node service account
+    (``<first 24 characters of the cluster name>-nodes``, components/gke_cluster.py) and, when the
+    controller image is built, the Artifact Registry repository of the worker's region."""
+    problems = Problems()
+    accounts: dict[tuple[str, str], str] = {}
+    clusters: list[tuple[Loc, str, ClusterConfig, str]] = [
+        (("fleet", "manager", "cluster"), cfg.project, fleet.manager.cluster, "the manager")
+    ]
+    clusters += [
+        (("fleet", "workers", i, "cluster"), w.project or cfg.project, w.cluster, f"workers[{i}]")
+        for i, w in enumerate(fleet.workers)
+    ]
+    for loc, project, cluster, who in clusters:
+        if cluster.mode != "create" or cluster.node_service_account:
+            continue
+        key = (project, f"{cluster.name[:24]}-nodes")
+        owner = accounts.setdefault(key, who)
+        if owner != who:
+            problems.add(
+                (*loc, "name"),
+                f"the node service account {key[1]!r} in project {project!r} is already {owner}'s "
+                "(the first 24 characters of the cluster name): make the names differ earlier, or set "
+                "nodeServiceAccount",
+            )
+    if cfg.hotswap.enabled and cfg.hotswap.image is None:
+        repositories: dict[tuple[str, str], int] = {}
+        for index, worker in enumerate(fleet.workers):
+            key = (worker.project or cfg.project, worker.region)
+            first = repositories.setdefault(key, index)
+            if first != index:
+                problems.add(
+                    ("fleet", "workers", index, "region"),
+                    f"workers[{first}] already builds the controller image into an Artifact Registry "
+                    f"repository in {key[1]!r} of project {key[0]!r}: set tpu-platform:hotswap.image",
+                )
     return problems
 
 
