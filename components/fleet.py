@@ -7,7 +7,9 @@ at v0.19.2), the priorities, the fleet's ClusterQueues with MultiKueue's Admissi
 LocalQueues, and per worker a kubeconfig Secret and a MultiKueueCluster. JobSets are submitted to
 the manager; Kueue defaults their ``spec.managedBy`` to ``kueue.x-k8s.io/multikueue`` when their
 queue's ClusterQueue has the check (``site/content/en/docs/tasks/run/multikueue/jobsets.md``), so
-the manager's JobSet controller leaves them alone and the copy on the worker runs.
+the manager's JobSet controller leaves them alone (it skips JobSets with a custom ``spec.managedBy``:
+the JobSet v0.12.0 CRD's description of the field) and the copy on the worker runs; the adapter clears
+``managedBy`` on that copy (``pkg/controller/jobs/jobset/jobset_multikueue_adapter.go``).
 """
 
 from __future__ import annotations
