@@ -1,6 +1,7 @@
 """Pulumi components of tpu-platform: one component per module, typed args, ``parent=self``."""
 
 from .cloud_nat import CloudNat, CloudNatArgs
+from .fleet import TpuFleet, TpuFleetArgs, WorkerAccess
 from .gke_cluster import GkeCluster, GkeClusterArgs
 from .kube_object import KubeObject
 from .kueue_install import KueueInstall, KueueInstallArgs
@@ -28,10 +29,13 @@ __all__ = [
     "PrioritiesArgs",
     "ProjectServices",
     "ProjectServicesArgs",
+    "TpuFleet",
+    "TpuFleetArgs",
     "TpuPlatform",
     "TpuPlatformArgs",
     "TpuSlicePool",
     "TpuSlicePoolArgs",
     "WebhookFirewall",
     "WebhookFirewallArgs",
+    "WorkerAccess",
 ]

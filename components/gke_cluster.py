@@ -39,6 +39,9 @@ class GkeClusterArgs:
     system_zone: str
     cluster: ClusterConfig
     depends_on: Sequence[pulumi.Resource] = field(default_factory=tuple)
+    # A fleet worker: its DNS endpoint also accepts Kubernetes service-account tokens (GKE API
+    # ``DNSEndpointConfig.enable_k8s_tokens_via_dns``), which the manager's MultiKueue uses.
+    k8s_tokens_via_dns: bool = False
 
 
 class GkeCluster(pulumi.ComponentResource):
@@ -180,7 +183,8 @@ class GkeCluster(pulumi.ComponentResource):
             master_authorized_networks_config=authorized,
             control_plane_endpoints_config=gcp.container.ClusterControlPlaneEndpointsConfigArgs(
                 dns_endpoint_config=gcp.container.ClusterControlPlaneEndpointsConfigDnsEndpointConfigArgs(
-                    allow_external_traffic=True
+                    allow_external_traffic=True,
+                    enable_k8s_tokens_via_dns=True if args.k8s_tokens_via_dns else None,
                 )
             )
             if cfg.access == "dns"

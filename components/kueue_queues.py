@@ -17,6 +17,7 @@ import pulumi_kubernetes as k8s
 
 from tpu_platform.config import PlatformConfig
 from tpu_platform.kueue import queue_objects
+from tpu_platform.kueue.multikueue import with_multikueue_check
 from tpu_platform.kueue.provisioning import provisioning_objects
 
 
@@ -27,6 +28,9 @@ class KueueQueuesArgs:
     config: PlatformConfig
     provider: k8s.Provider
     kueue_ready: Sequence[pulumi.Resource] = field(default_factory=tuple)
+    # A fleet's manager: every ClusterQueue carries MultiKueue's check (created before, in
+    # ``kueue_ready``) instead of any worker-side check such as DWS provisioning.
+    multikueue: bool = False
 
 
 def _custom(name: str, obj: dict[str, Any], opts: pulumi.ResourceOptions) -> k8s.apiextensions.CustomResource:
@@ -93,16 +97,17 @@ class KueueQueues(pulumi.ComponentResource):
         # DWS: the ProvisioningRequestConfig, then the AdmissionCheck naming it, before any
         # ClusterQueue that lists the check (an unknown check makes the ClusterQueue inactive).
         self.provisioning: dict[str, k8s.apiextensions.CustomResource] = {}
-        for obj in provisioning_objects(cfg):
+        for obj in [] if args.multikueue else provisioning_objects(cfg):
             deps = list(self.provisioning.values())
             kind = obj["kind"].lower()
             self.provisioning[obj["kind"]] = _custom(
                 f"{name}-{kind}-{obj['metadata']['name']}", obj, options(*deps)
             )
         self.cluster_queues = {}
-        for team, cq in objects.cluster_queues.items():
+        for team, rendered in objects.cluster_queues.items():
+            cq = with_multikueue_check(rendered) if args.multikueue else rendered
             cq_deps = self._flavor_deps(cq)
-            if "admissionChecksStrategy" in cq["spec"]:
+            if "admissionChecksStrategy" in cq["spec"] and not args.multikueue:
                 cq_deps.append(self.provisioning["AdmissionCheck"])
             cohort_name = cq["spec"].get("cohortName")
             if cohort_name in self.cohorts:

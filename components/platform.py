@@ -29,6 +29,8 @@ class TpuPlatformArgs:
     """A validated stack; build one with ``tpu_platform.config.parse_platform``."""
 
     config: PlatformConfig
+    # A fleet worker: its DNS endpoint also accepts the manager's service-account token.
+    fleet_worker: bool = False
 
 
 class TpuPlatform(pulumi.ComponentResource):
@@ -62,6 +64,7 @@ class TpuPlatform(pulumi.ComponentResource):
                 system_zone=cfg.zone,
                 cluster=cfg.cluster,
                 depends_on=services,
+                k8s_tokens_via_dns=args.fleet_worker,
             ),
             opts=child,
         )

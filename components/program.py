@@ -9,6 +9,7 @@ from tpu_platform.config import PlatformConfig, read_stack
 from tpu_platform.config.checks import stack_warnings
 from tpu_platform.summary import summarize
 
+from .fleet import TpuFleet, TpuFleetArgs
 from .platform import TpuPlatform, TpuPlatformArgs
 
 PLATFORM_NAME = "tpu"
@@ -31,11 +32,36 @@ def read_platform_config() -> PlatformConfig:
     return read_stack(_get, _present_keys)
 
 
-def stack_program() -> TpuPlatform:
-    """Validate the stack, then declare the platform and export what consumers need."""
+def fleet_program(cfg: PlatformConfig) -> TpuFleet:
+    """A fleet stack: the manager and every worker, with what consumers of each need."""
+    fleet = TpuFleet(PLATFORM_NAME, TpuFleetArgs(config=cfg))
+    pulumi.export("clusterName", fleet.manager.name)
+    pulumi.export("clusterLocation", fleet.manager.location)
+    pulumi.export("kubeconfig", fleet.manager.kubeconfig)
+    pulumi.export("controlPlaneAccess", cfg.cluster.access)
+    pulumi.export("controlPlaneServer", fleet.manager.server.apply(lambda host: f"https://{host}"))
+    pulumi.export(
+        "workers",
+        {
+            name: {
+                "clusterName": platform.cluster.name,
+                "clusterLocation": platform.cluster.location,
+                "kubeconfig": platform.cluster.kubeconfig,
+            }
+            for name, platform in fleet.workers.items()
+        },
+    )
+    pulumi.export("summary", summarize(cfg).as_dict())
+    return fleet
+
+
+def stack_program() -> TpuPlatform | TpuFleet:
+    """Validate the stack, then declare the platform (or the fleet) and export what consumers need."""
     cfg = read_platform_config()
     for line in stack_warnings(cfg).lines:
         pulumi.log.warn(line)
+    if cfg.fleet is not None:
+        return fleet_program(cfg)
     platform = TpuPlatform(PLATFORM_NAME, TpuPlatformArgs(config=cfg))
     pulumi.export("clusterName", platform.cluster.name)
     pulumi.export("clusterLocation", platform.cluster.location)

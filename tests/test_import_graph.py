@@ -136,7 +136,7 @@ CONFIG_LAYERS = {
     **dict.fromkeys(
         [
             *("cluster", "pools", "priorities", "kueue", "quota", "cohorts", "teams", "hotswap"),
-            *("monitoring", "maintenance", "network"),
+            *("monitoring", "maintenance", "network", "fleet"),
         ],
         2,
     ),

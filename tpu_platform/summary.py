@@ -26,6 +26,7 @@ class PlatformSummary:
     teams: list[dict[str, Any]] = field(default_factory=list)
     unassigned: list[dict[str, Any]] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    workers: list[WorkerSummary] = field(default_factory=list)  # a fleet: each worker's own
 
     def as_dict(self) -> dict[str, Any]:
         doc: dict[str, Any] = {
@@ -41,13 +42,20 @@ class PlatformSummary:
             doc["teams"] = self.teams
             doc["unassigned"] = self.unassigned
         doc.update(self.extra)
+        if self.workers:
+            doc["fleet"] = {
+                "manager": self.cluster,
+                "workers": [{"name": w.name, **w.summary.as_dict()} for w in self.workers],
+            }
         return doc
 
     def as_text(self) -> str:
-        lines = [
-            f"cluster {self.cluster} ({self.zone}): {self.slices} TPU v6e slices, "
-            f"{self.nodes} nodes, {self.chips} chips",
-        ]
+        what = (
+            f"fleet: manager {self.cluster} ({self.zone}), {len(self.workers)} workers"
+            if self.workers
+            else (f"cluster {self.cluster} ({self.zone})")
+        )
+        lines = [f"{what}: {self.slices} TPU v6e slices, {self.nodes} nodes, {self.chips} chips"]
         for row in self.by_shape:
             lines.append(
                 f"  {row['topology']:>6} x{row['slices']:<3} {row['chips']:>5} chips ({row['machineType']})"
@@ -69,11 +77,23 @@ class PlatformSummary:
         if idle:
             text = ", ".join(f"{row['topology']} x{row['slices']} ({row['chips']} chips)" for row in idle)
             lines.append(f"  not in any nominal quota: {text}")
+        for worker in self.workers:
+            lines.append(f"  worker {worker.name} (MultiKueueCluster):")
+            lines.extend(f"    {line}" for line in worker.summary.as_text().splitlines())
         return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class WorkerSummary:
+    """One worker of a fleet: its MultiKueueCluster name and its platform's summary."""
+
+    name: str
+    summary: PlatformSummary
+
+
 def summarize(cfg: PlatformConfig) -> PlatformSummary:
-    """Totals computed from the same slice expansion the node pools use."""
+    """Totals computed from the same slice expansion the node pools use; a fleet's totals are the
+    manager's queues over every worker's slices, then each worker's own."""
     specs = expand_slices(cfg)
     plan = queue_plan(cfg)
     by_capacity: Counter[str] = Counter()
@@ -100,5 +120,9 @@ def summarize(cfg: PlatformConfig) -> PlatformSummary:
         unassigned=[
             {"topology": shape.topology, "slices": slices, "chips": slices * shape.chips}
             for shape, slices in plan.unassigned().items()
+        ],
+        workers=[
+            WorkerSummary(worker.name, summarize(cfg.worker_platform(worker)))
+            for worker in (cfg.fleet.workers if cfg.fleet is not None else [])
         ],
     )

@@ -67,6 +67,8 @@ KINDS: tuple[Kind, ...] = (
     Kind("kueue.x-k8s.io", ("v1beta2", "v1beta1"), "clusterqueues", "ClusterQueue", False),
     Kind("kueue.x-k8s.io", ("v1beta2", "v1beta1"), "resourceflavors", "ResourceFlavor", False),
     Kind("kueue.x-k8s.io", ("v1beta2", "v1beta1"), "workloadpriorityclasses", "WorkloadPriorityClass", False),
+    # kueue.x-k8s.io_multikueueclusters.yaml (v0.19.2): cluster-scoped, v1beta1 and v1beta2 served.
+    Kind("kueue.x-k8s.io", ("v1beta2", "v1beta1"), "multikueueclusters", "MultiKueueCluster", False),
 )
 _BY_PATH = {(k.group, k.plural): k for k in KINDS}
 

@@ -16,13 +16,30 @@ from .explain import explain
 from .platform import PlatformConfig
 from .problems import GCP_KEYS, StackConfigError
 
+# A fleet stack's own cluster and pools are the manager's and the workers' (``PlatformConfig``).
+FLEET_DERIVED = ("cluster", "slicePools")
+FLEET_DERIVED_PATHS = tuple(f"tpu-platform:{key}" for key in FLEET_DERIVED)
+
 
 def parse_platform(raw: Mapping[str, Any]) -> PlatformConfig:
     """Validate a raw stack (camelCase keys) into a ``PlatformConfig`` or raise ``StackConfigError``."""
+    if "fleet" in raw:
+        clash = [key for key in FLEET_DERIVED if key in raw]
+        if clash:
+            raise StackConfigError(
+                [
+                    f"tpu-platform:{key}: a fleet stack has no cluster of its own; name the clusters and "
+                    "their slices under tpu-platform:fleet.manager.cluster and fleet.workers[]: remove it"
+                    for key in clash
+                ]
+            )
     try:
         cfg = PlatformConfig.model_validate(dict(raw))
     except ValidationError as err:
-        raise StackConfigError(explain(err, PlatformConfig)) from None
+        lines = explain(err, PlatformConfig)
+        if "fleet" in raw:  # the view's cluster and pools repeat what fleet.* already reports
+            lines = [line for line in lines if not line.startswith(FLEET_DERIVED_PATHS)] or lines
+        raise StackConfigError(lines) from None
     check_stack(cfg).raise_if_any()
     return cfg
 

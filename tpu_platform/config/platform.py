@@ -5,11 +5,14 @@ Structure only (pydantic); cross-field checks live in ``checks``, reading in ``l
 
 from __future__ import annotations
 
-from pydantic import Field, field_validator
+from typing import Any
+
+from pydantic import Field, field_validator, model_validator
 
 from .base import StackModel
 from .cluster import ClusterConfig
 from .cohorts import CohortConfig
+from .fleet import FleetConfig, FleetWorkerConfig
 from .formats import check_project_id
 from .hotswap import HotswapConfig
 from .kueue import KueueConfig
@@ -36,6 +39,38 @@ class PlatformConfig(StackModel):
     hotswap: HotswapConfig = HotswapConfig()
     acknowledge_replacement: list[str] = Field(default_factory=list)  # TPU pools `plan --check` may replace
     monitoring: MonitoringConfig = MonitoringConfig()
+    fleet: FleetConfig | None = None  # a manager and worker clusters (MultiKueue) instead of one cluster
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fleet_view(cls, data: Any) -> Any:
+        """A fleet stack read as one platform: the manager's cluster and every worker's slices.
+
+        This view is what the manager's queues are planned, linted and summarized against (its
+        quotas against the sum of the workers' capacity); each worker is built from
+        ``worker_platform``. Pools keep their worker's zone.
+        """
+        if not isinstance(data, dict) or not isinstance(data.get("fleet"), dict):
+            return data
+        fleet = data["fleet"]
+        data = dict(data)
+        manager = fleet.get("manager")
+        if isinstance(manager, dict) and "cluster" in manager:
+            data.setdefault("cluster", manager["cluster"])
+        pools: list[Any] = []
+        workers = fleet.get("workers")
+        for worker in workers if isinstance(workers, list) else []:
+            if not isinstance(worker, dict) or not isinstance(worker.get("slicePools"), list):
+                continue
+            zone = worker.get("zone")
+            pools.extend(
+                {**pool, "zone": zone}
+                if isinstance(pool, dict) and "zone" not in pool and isinstance(zone, str)
+                else pool
+                for pool in worker["slicePools"]
+            )
+        data.setdefault("slicePools", pools)
+        return data
 
     @field_validator("project")
     @classmethod
@@ -50,3 +85,23 @@ class PlatformConfig(StackModel):
     def pool_zone(self, pool: SlicePoolConfig) -> str:
         """The single zone a slice pool is pinned to (COMPACT placement needs one zone)."""
         return pool.zone or self.zone
+
+    def worker_platform(self, worker: FleetWorkerConfig) -> PlatformConfig:
+        """One worker as a whole platform: its own cluster, region and slices, the stack's
+        priorities, Kueue settings, cohorts and hotswap, and the manager's teams with the
+        worker's quotas (same ClusterQueue and LocalQueue names, as MultiKueue needs)."""
+        quotas = {team.name: team.quota for team in worker.teams}
+        return PlatformConfig(
+            project=worker.project or self.project,
+            region=worker.region,
+            zone=worker.zone,
+            cluster=worker.cluster,
+            slice_pools=worker.slice_pools,
+            priorities=self.priorities,
+            kueue=self.kueue,
+            cohorts=self.cohorts,
+            teams=[team.model_copy(update={"quota": quotas.get(team.name, [])}) for team in self.teams],
+            hotswap=self.hotswap,
+            acknowledge_replacement=self.acknowledge_replacement,
+            monitoring=self.monitoring,
+        )

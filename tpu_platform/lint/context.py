@@ -44,6 +44,7 @@ class QueueTarget:
     flavors: tuple[FlavorQuota, ...] = ()
     covered_resources: frozenset[str] | None = None
     cohort: str | None = None
+    multikueue: bool = False  # a fleet manager's queue: MultiKueue dispatches to a worker
 
     @property
     def shapes(self) -> tuple[SliceShape, ...]:

@@ -68,6 +68,7 @@ _RULES = (
     ),
     Rule("queue-as-annotation", "error", "a Kueue key is an annotation; Kueue reads labels only"),
     Rule("queue-not-found", "error", "the LocalQueue does not exist in the JobSet's namespace"),
+    Rule("multikueue-managed-by", "error", "a JobSet for a fleet's queue is managed by another controller"),
     Rule("kueue-label-on-template", "warning", "Kueue labels on a Job or pod template are ignored"),
     Rule("queue-resources", "error", "a requested resource is not covered by the ClusterQueue"),
     Rule("queue-flavor-shape", "error", "no flavor of the queue provides the selected slice shape"),

@@ -25,6 +25,8 @@ from .context import LintContext, QueueTarget
 from .findings import RULES, Finding, Severity
 from .jobset import JobSetView, ReplicatedJob, as_dict, as_list, whole_number
 
+MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
+
 KUEUE_PREFIX = "kueue.x-k8s.io/"
 EXCLUSIVE_TOPOLOGY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 DISRUPTION_TARGET = "DisruptionTarget"
@@ -127,6 +129,19 @@ def queue_rules(js: JobSetView, ctx: LintContext) -> Iterator[Finding]:
             f"use one of the namespace's queues ({', '.join(available)})"
             if available
             else f"create the LocalQueue in {js.namespace!r} or submit the JobSet to a namespace that has it",
+        )
+        return
+    target = queue_target(js, ctx)
+    managed_by = js.spec.get("managedBy")
+    if target is not None and target.multikueue and managed_by not in (None, MULTIKUEUE_CONTROLLER):
+        # Kueue's JobSet MultiKueue adapter (v0.19.2 jobset_multikueue_adapter.go,
+        # IsJobManagedByKueue) rejects the admission check for any other spec.managedBy.
+        yield finding(
+            "multikueue-managed-by",
+            "spec.managedBy",
+            f"spec.managedBy is {managed_by!r}: MultiKueue rejects the workload (it dispatches only "
+            f"JobSets managed by {MULTIKUEUE_CONTROLLER}) and the manager has no TPUs to run it itself",
+            f"remove spec.managedBy (Kueue sets {MULTIKUEUE_CONTROLLER}) or set it to that value",
         )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..catalog import SliceShape
 from ..config import PlatformConfig
 from ..constants import TPU_RESOURCE
 from ..kueue import queue_directory
@@ -18,12 +19,13 @@ def context_from_stack(cfg: PlatformConfig) -> LintContext:
 
     Quotas are the ClusterQueues' nominal chips per flavor and the slices are the pools' real
     capacity, both from the stack's quota/queue plan. Covered resources are known only under
-    ``BlockUndeclared``, where Kueue refuses workloads asking for anything but TPU chips.
+    ``BlockUndeclared``, where Kueue refuses workloads asking for anything but TPU chips. A
+    fleet's queues are the manager's, and the slices those of its largest worker per shape.
     """
     plan = queue_plan(cfg)
     base = context_from_queue_directory(
         queue_directory(cfg),
-        plan.capacity(),
+        _largest_cluster(cfg) if cfg.fleet is not None else plan.capacity(),
         manage_jobs_without_queue_name=cfg.kueue.manage_jobs_without_queue_name,
     )
     nominal = {
@@ -40,7 +42,18 @@ def context_from_stack(cfg: PlatformConfig) -> LintContext:
                 for flavor in target.flavors
             ),
             covered_resources=covered,
+            multikueue=cfg.fleet is not None,
         )
         for key, target in base.local_queues.items()
     }
     return replace(base, local_queues=queues)
+
+
+def _largest_cluster(cfg: PlatformConfig) -> dict[SliceShape, int]:
+    """A fleet: a JobSet runs whole on one worker, so per shape the most slices any worker has."""
+    assert cfg.fleet is not None
+    most: dict[SliceShape, int] = {}
+    for worker in cfg.fleet.workers:
+        for shape, slices in queue_plan(cfg.worker_platform(worker)).capacity().items():
+            most[shape] = max(most.get(shape, 0), slices)
+    return most

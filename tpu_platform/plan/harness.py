@@ -65,6 +65,7 @@ def plain(value: Any) -> Any:
 
 
 FAKE_CA = "TU9DSy1DQQ=="  # base64("MOCK-CA")
+OFFLINE_TOKEN = "b2ZmbGluZS1zZXJ2aWNlLWFjY291bnQtdG9rZW4="  # base64("offline-service-account-token")
 
 
 def _digest(text: str) -> str:
@@ -89,6 +90,12 @@ class PlatformMocks(pulumi.runtime.Mocks):
         elif args.typ == "gcp:serviceaccount/account:Account":
             project = state.get("project", "project")
             state["email"] = f"{state.get('accountId')}@{project}.iam.gserviceaccount.com"
+        elif (
+            args.typ == "kubernetes:core/v1:Secret"
+            and state.get("type") == "kubernetes.io/service-account-token"
+        ):
+            # The token controller fills a service-account-token Secret in after creation.
+            state["data"] = {"token": OFFLINE_TOKEN, "ca.crt": FAKE_CA}
         elif args.typ == "docker-build:index:Image":
             tag = str((state.get("tags") or ["image"])[0])
             state["ref"] = f"{tag}@sha256:{hashlib.sha256(tag.encode()).hexdigest()}"

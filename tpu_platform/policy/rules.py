@@ -241,17 +241,48 @@ def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
-def _tpu_quotas(stack: Stack) -> tuple[Claims[str, Resource], list[Violation]]:
-    """Nominal ``google.com/tpu`` quota per flavor name, from ClusterQueues and Cohorts.
+PLATFORM_COMPONENT = "tpu-platform:index:Platform"
+MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
+
+
+def cluster_scope(stack: Stack, resource: Resource) -> str:
+    """The platform (one cluster) a resource belongs to: its nearest ``TpuPlatform`` ancestor's
+    URN, or "" outside one. A fleet stack holds several clusters, whose queues and pools are
+    checked each against their own."""
+    for ancestor in stack.ancestors(resource):
+        if ancestor.type == PLATFORM_COMPONENT:
+            return ancestor.urn
+    return ""
+
+
+def _dispatched(stack: Stack, queue: Resource) -> bool:
+    """A ClusterQueue with MultiKueue's check: its work runs on worker clusters, whose own
+    queues hold it to their pools (Kueue v0.19.2 ``site/content/en/docs/concepts/multikueue.md``)."""
+    checks = {
+        name
+        for check in stack
+        if kueue_kind(check) == "AdmissionCheck"
+        and check.get("spec", "controllerName") == MULTIKUEUE_CONTROLLER
+        and isinstance(name := check.get("metadata", "name"), str)
+    }
+    listed = as_list(queue.get("spec", "admissionChecksStrategy", "admissionChecks"))
+    return any(dig(entry, "name") in checks for entry in listed)
+
+
+def _tpu_quotas(stack: Stack) -> tuple[Claims[tuple[str, str], Resource], list[Violation]]:
+    """Nominal ``google.com/tpu`` quota per cluster and flavor name, from ClusterQueues and Cohorts.
 
     Added up as the stack's own capacity check adds its slices (``tpu_platform.queueplan``);
     here the owners are resources and the amounts chips, as a preview shows them.
     """
-    quotas: Claims[str, Resource] = Claims()
+    quotas: Claims[tuple[str, str], Resource] = Claims()
     problems: list[Violation] = []
     for queue in stack:
         if kueue_kind(queue) not in ("ClusterQueue", "Cohort"):
             continue
+        if kueue_kind(queue) == "ClusterQueue" and _dispatched(stack, queue):
+            continue
+        scope = cluster_scope(stack, queue)
         annotations = queue.get("metadata", "annotations") or {}
         if str(annotations.get(OVERCOMMIT_ANNOTATION, "")).lower() == "true":
             continue
@@ -275,7 +306,7 @@ def _tpu_quotas(stack: Stack) -> tuple[Claims[str, Resource], list[Violation]]:
                             )
                         )
                         continue
-                    quotas.add(str(flavor_name), queue, amount)
+                    quotas.add((scope, str(flavor_name)), queue, amount)
     return quotas, problems
 
 
@@ -289,20 +320,22 @@ def check_tpu_quota(stack: Stack, config: Config) -> list[Violation]:
     allowed = {str(name) for name in as_list(config.get("overcommitFlavors"))}
     quotas, violations = _tpu_quotas(stack)
     flavors = {
-        name: flavor
+        (cluster_scope(stack, flavor), name): flavor
         for flavor in stack
         if kueue_kind(flavor) == "ResourceFlavor"
         and isinstance(name := flavor.get("metadata", "name"), str)
         and not is_unknown(name)
     }
-    pools = [p for p in stack.of_type(NODE_POOL) if is_tpu_pool(p)]
-    for flavor_name in sorted(quotas.flavors()):
+    all_pools = [p for p in stack.of_type(NODE_POOL) if is_tpu_pool(p)]
+    for key in sorted(quotas.flavors()):
+        scope, flavor_name = key
         if flavor_name in allowed:
             continue
-        total = quotas.total(flavor_name)
-        ordered = sorted(quotas.owners(flavor_name), key=lambda entry: str(entry[0].display))
+        pools = [p for p in all_pools if cluster_scope(stack, p) == scope]
+        total = quotas.total(key)
+        ordered = sorted(quotas.owners(key), key=lambda entry: str(entry[0].display))
         queues = ", ".join(f"{q.display} ({_number(amount)})" for q, amount in ordered)
-        flavor = flavors.get(flavor_name)
+        flavor = flavors.get(key)
         if flavor is None:
             violations.append(
                 Violation(

@@ -1,8 +1,10 @@
 """The Kubernetes objects a rendered stack would send to the API server.
 
-The offline plan records Pulumi inputs; two things differ from what pulumi-kubernetes
-sends: numbers travel as floats (the provider writes whole ones as integers) and an object
-without ``metadata.name`` gets an auto-name from its logical name.
+The offline plan records Pulumi inputs; three things differ from what pulumi-kubernetes
+sends: numbers travel as floats (the provider writes whole ones as integers), an object
+without ``metadata.name`` gets an auto-name from its logical name, and a secret field (a
+Secret's ``stringData``, which the SDK always marks secret) is recorded as ``[secret]``: its
+value is not known offline, so the field is left out of the check.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+REDACTED = "[secret]"  # tpu_platform.plan.harness.REDACTED
 # Pulumi appends a random suffix; a fixed one keeps checks deterministic.
 AUTONAME_SUFFIX = "-a1b2c3d4"
 _SKIPPED_PREFIXES = ("kubernetes:helm.sh/", "kubernetes:yaml/", "kubernetes:kustomize/")
@@ -55,7 +58,7 @@ def kubernetes_objects(resources: Iterable[Recorded]) -> list[RenderedObject]:
         inputs = resource.inputs
         if not isinstance(inputs.get("apiVersion"), str) or not isinstance(inputs.get("kind"), str):
             continue
-        obj = _integers(copy.deepcopy(inputs))
+        obj = _integers({k: copy.deepcopy(v) for k, v in inputs.items() if v != REDACTED})
         meta = obj.setdefault("metadata", {})
         if isinstance(meta, dict) and not meta.get("name") and not meta.get("generateName"):
             meta["name"] = f"{resource.name}{AUTONAME_SUFFIX}"

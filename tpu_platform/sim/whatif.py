@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from tpu_platform.config import PlatformConfig
     from tpu_platform.sim.run import Result
 
 HELP = (
@@ -57,6 +58,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the scheduler's tie-breaks and repairs")
     parser.add_argument("--stacks-dir", type=Path, default=None, help="folder of the stack files")
+    parser.add_argument(
+        "--worker", default=None, help="a fleet stack: the worker cluster to simulate (each runs on its own)"
+    )
 
 
 def _duration(seconds: float | None) -> str:
@@ -64,6 +68,23 @@ def _duration(seconds: float | None) -> str:
         return "-"
     m, s = divmod(round(seconds), 60)
     return f"{m}m{s:02d}s" if m else f"{s}s"
+
+
+def one_cluster(cfg: PlatformConfig, worker: str | None) -> PlatformConfig:
+    """The cluster to simulate: the stack's own, or a fleet's named worker (a slice failure and its
+    recovery happen inside one worker; the manager runs no TPU)."""
+    from tpu_platform.config import StackConfigError
+
+    if cfg.fleet is None:
+        if worker is not None:
+            raise StackConfigError([f"--worker {worker}: not a fleet stack; leave --worker out"])
+        return cfg
+    names = [w.name for w in cfg.fleet.workers]
+    chosen = next((w for w in cfg.fleet.workers if w.name == worker), None)
+    if chosen is None:
+        what = "a fleet stack simulates one worker at a time" if worker is None else f"no worker {worker!r}"
+        raise StackConfigError([f"{what}: pass --worker with one of {', '.join(names)}"])
+    return cfg.worker_platform(chosen)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -80,7 +101,10 @@ def run(args: argparse.Namespace) -> int:
     from tpu_platform.terminal import Progress
 
     try:
-        cfg = parse_stack_config(load_stack_config(stack_file(args.stack, args.stacks_dir or STACKS_DIR)))
+        cfg = one_cluster(
+            parse_stack_config(load_stack_config(stack_file(args.stack, args.stacks_dir or STACKS_DIR))),
+            args.worker,
+        )
         workloads = load_workload_file(args.workloads, cfg) if args.workloads else None
         scenario = stack_scenario(cfg, end=args.at + args.after, seed=args.seed, workloads=workloads)
     except (StackConfigError, SettingsError, ValueError, OSError) as err:

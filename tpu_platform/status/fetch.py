@@ -22,6 +22,7 @@ PAGE = 500
 TIMEOUT = (5.0, 30.0)
 VISIBILITY = "/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/{name}/pendingworkloads"
 """Kueue 0.19.2 serves v1beta2 (preferred) and v1beta1 (``pkg/visibility/server.go``)."""
+MULTIKUEUE_CLUSTERS = "/apis/kueue.x-k8s.io/v1beta2/multikueueclusters"
 VISIBILITY_LIMIT = 1000
 """``constants.DefaultPendingWorkloadsLimit`` of kueue v0.19.2."""
 
@@ -144,6 +145,16 @@ class Reader:
             out[name] = items if isinstance(items, list) else []
         return out
 
+    def optional(self, path: str) -> list[JSON]:
+        """A collection only some clusters serve, where its absence is no news: MultiKueueClusters
+        exist on a fleet's manager (Kueue serves the CRD everywhere; a 404 means no Kueue)."""
+        try:
+            return list_all(self.get, path)
+        except ReadError as err:
+            if err.status in (403, 404):
+                return []
+            raise
+
     def lease(self, namespace: str, name: str) -> JSON | None:
         try:
             return self.get(f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}", [])
@@ -168,6 +179,7 @@ def read_cluster(get: Get, *, lease_namespace: str, lease_name: str) -> ClusterO
     visible = r.pending(cqs)
     lease = r.lease(lease_namespace, lease_name)
     events = r.collection("events", "/apis/events.k8s.io/v1/events")
+    workers = r.optional(MULTIKUEUE_CLUSTERS)
     return ClusterObjects(
         nodes=nodes,
         pods=pods,
@@ -180,4 +192,5 @@ def read_cluster(get: Get, *, lease_namespace: str, lease_name: str) -> ClusterO
         lease_ref=f"{lease_namespace}/{lease_name}",
         events=events,
         notes=r.notes,
+        multikueue_clusters=workers,
     )

@@ -32,6 +32,7 @@ from typing import Any
 from ..constants import HOTSWAP_REPORTING_CONTROLLER, LABEL_INSTANCE_TYPE
 from ..hotswap.core import constants as k
 from ..hotswap.core.timeutil import parse_time
+from .fleet import WorkerView, worker_views
 
 JSON = dict[str, Any]
 
@@ -469,6 +470,8 @@ class ClusterObjects:
     events: list[JSON] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     """What could not be read, and why (a missing CRD, a forbidden list)."""
+    multikueue_clusters: list[JSON] = field(default_factory=list)
+    """A fleet's manager: its MultiKueueClusters (none on a single cluster or a worker)."""
 
 
 @dataclass(frozen=True)
@@ -479,6 +482,7 @@ class PlatformStatus:
     jobsets: list[JobSetView]
     controller: ControllerView
     notes: list[str]
+    fleet: list[WorkerView] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -495,4 +499,5 @@ def build_status(objects: ClusterObjects, now: float) -> PlatformStatus:
         jobset_views(objects.jobsets, objects.pods, objects.nodes),
         controller_view(objects.lease, objects.lease_ref, objects.events, now),
         list(objects.notes),
+        worker_views(objects.multikueue_clusters, objects.workloads),
     )

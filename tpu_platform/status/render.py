@@ -158,6 +158,22 @@ def render_text(status: PlatformStatus) -> str:
                 for d in c.recent[:20]
             ],
         )
+    if status.fleet:
+        out += ["", "fleet workers (MultiKueueClusters on this manager)"]
+        out += table(
+            ["  WORKER", "CONNECTED", "SINCE", "WORKLOADS", "KUBECONFIG SECRET", "REASON"],
+            [
+                [
+                    "  " + w.name,
+                    {True: "yes", False: "NO", None: "unknown"}[w.active],
+                    w.since or "-",
+                    str(w.workloads),
+                    w.secret or "-",
+                    f"{w.reason}: {w.message}".strip(": ") or "-",
+                ]
+                for w in status.fleet
+            ],
+        )
     if status.notes:
         out += ["", "notes"] + [f"  {n}" for n in status.notes]
     return "\n".join(out) + "\n"

@@ -15,6 +15,7 @@ from ..problems import Problems
 from .capacity import check_quota_capacity
 from .cluster import check_cluster, check_maintenance, check_network
 from .cohorts import check_cohorts
+from .fleet import check_fleet_access, check_fleet_collisions, check_fleet_names, check_workers
 from .hotswap import check_hotswap
 from .kueue import check_kueue
 from .locations import check_locations
@@ -42,12 +43,41 @@ CHECKS: tuple[Check, ...] = (
 )
 
 
-def check_stack(cfg: PlatformConfig) -> Problems:
-    """Every problem of a structurally valid stack, in report order."""
+# A fleet's manager: its cluster and the queues of the whole fleet (pools and locations are
+# each worker's, checked with the worker).
+MANAGER_CHECKS: tuple[Check, ...] = (
+    check_cluster,
+    check_network,
+    check_maintenance,
+    check_priorities,
+    check_kueue,
+    check_cohorts,
+    check_teams,
+    check_quota_capacity,
+)
+
+
+def check_platform(cfg: PlatformConfig) -> Problems:
+    """Every problem of one cluster's platform, in report order."""
     problems = Problems()
     for check in CHECKS:
         problems.extend(check(cfg))
     return problems
 
 
-__all__ = ["CHECKS", "Check", "check_stack", "stack_warnings"]
+def check_stack(cfg: PlatformConfig) -> Problems:
+    """Every problem of a structurally valid stack, in report order; a fleet's manager first,
+    then each worker."""
+    if cfg.fleet is None:
+        return check_platform(cfg)
+    problems = Problems()
+    for check in MANAGER_CHECKS:
+        problems.extend(check(cfg))
+    problems.extend(check_fleet_names(cfg.fleet, cfg))
+    problems.extend(check_fleet_access(cfg.fleet, cfg))
+    problems.extend(check_fleet_collisions(cfg.fleet, cfg))
+    problems.extend(check_workers(cfg, cfg.fleet, check_platform))
+    return problems
+
+
+__all__ = ["CHECKS", "MANAGER_CHECKS", "Check", "check_platform", "check_stack", "stack_warnings"]
