@@ -27,14 +27,19 @@ class ComputeApi:
         self.rng = random.Random(f"compute:{seed}")
         self.reads = 0
         self.errors = 0
+        self.last: dict[str, Instance] = {}
+        """The latest answer per node: a failed read leaves the previous one in place, as the adapter's
+        evidence cache does (the core's max age and its after-the-suspicion rule bound its use)."""
 
     def read(self, node: SimNode, now: float) -> Instance | None:
-        """One ``instances.get`` sent at ``now - latency``; None when the call failed."""
+        """One ``instances.get`` sent at ``now - latency``; when it fails, the previous answer (if any)."""
         self.reads += 1
         if self.rng.random() < self.t.compute_api_error_rate:
             self.errors += 1
-            return None
+            return self.last.get(node.name)
         sent = now - self.t.compute_api_latency_s
         down = node.vm_down_at
         stopped = not node.vm_running and down is not None and sent - down >= self.t.compute_status_lag_s
-        return Instance(status="TERMINATED" if stopped else "RUNNING", observed=sent)
+        answer = Instance(status="TERMINATED" if stopped else "RUNNING", observed=sent)
+        self.last[node.name] = answer
+        return answer
