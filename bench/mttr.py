@@ -11,14 +11,21 @@ over ``--kind-days``; Spot preemptions on the ``--spot-stack`` (prod has no Spot
 repeats host deaths with GKE keeping the Node objects through a repair (sources disagree on it).
 Prints tables, then one JSON line::
 
-    {"policies": {"recipe": P, "kueue_tas": P, "hotswap": P}, "floor_s": F, "by_kind": {KIND: {POLICY: P}}}
+    {"policies": {"recipe": P, "kueue_tas": P, "hotswap": P}, "floor_s": F, "by_kind": {KIND: {POLICY: P}},
+     "ablation": {MECHANISM: {KIND: A}}, "unsafe_force_deletes": N}
 
-with ``P = {mttr_p50_s, mttr_p95_s, resumed_p50_s, low_priority_lost_chip_hours, utilization}``;
-``policies`` and ``floor_s`` are for silent host death on the stack.
+with ``P = {mttr_p50_s, mttr_p95_s, resumed_p50_s, low_priority_lost_chip_hours, utilization,
+force_deletes, unsafe_force_deletes}``; ``policies`` and ``floor_s`` are for silent host death on the
+stack. The ablation reruns the hotswap controller on the host-death trace and on the kubelet-restart
+trace (a live VM whose kubelet falls silent: the false positive of every node-side signal) with each
+early-detection mechanism on its own and together (``A = {mttr_p50_s, mttr_p95_s, force_deletes,
+unsafe_force_deletes}``); ``unsafe_force_deletes`` sums, over every run of every policy, the pods
+force-deleted while their VM still ran (the fencing target: 0).
 
     python bench/mttr.py            # 60 days of host deaths + 20 days per other kind (several minutes)
     python bench/mttr.py --quick    # 4 days + 2 per kind (under a minute)
     python bench/mttr.py --quick --setting lease_stale_seconds=20   # controller settings for the run
+    python bench/mttr.py --quick --no-ablation                      # skip the mechanism ablation
 """
 
 from __future__ import annotations
@@ -48,11 +55,13 @@ from tpu_platform.sim.failures import (
 from tpu_platform.sim.infra import Failure, mass_trace, pool_trace, random_trace
 from tpu_platform.sim.metrics import percentile
 from tpu_platform.sim.params import floor_seconds, resumed_floor_seconds
+from tpu_platform.sim.policies import Hotswap
 from tpu_platform.sim.run import (
     POLICIES,
     Result,
     Scenario,
     compare_all,
+    run,
     stack_scenario,
     stack_timings,
 )
@@ -110,6 +119,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--recreate-fraction", type=float, default=0.5, help="share of JobSets using Recreate")
     p.add_argument("--kinds", default=",".join(KINDS), help="comma-separated failure kinds to run")
     p.add_argument("--no-sensitivity", action="store_true", help="skip the repair-keeps-nodes run")
+    p.add_argument("--no-ablation", action="store_true", help="skip the early-detection ablation runs")
     p.add_argument(
         "--no-scheduler-preemption",
         action="store_true",
@@ -229,6 +239,8 @@ def _p(r: Result, kind: str) -> dict[str, float | None]:
         "resumed_p50_s": _r(percentile(resumed, 50)),
         "low_priority_lost_chip_hours": _r(r.summary.low_priority_lost_chip_hours),
         "utilization": round(r.summary.utilization, 4),
+        "force_deletes": r.cluster.force_deletes,
+        "unsafe_force_deletes": r.cluster.unsafe_force_deletes,
     }
 
 
@@ -274,6 +286,8 @@ def _details(k: KindRun) -> None:
     _row("high-priority lost (chip-h)", [_r(res[n].summary.high_priority_lost_chip_hours) for n in POLICIES])
     _row("utilization (productive)", [f"{res[n].summary.utilization:.4f}" for n in POLICIES])
     _row("leaders placed on broken slices", [res[n].summary.hazards for n in POLICIES])
+    _row("force deletions", [res[n].cluster.force_deletes for n in POLICIES])
+    _row("  of a pod whose VM still ran", [res[n].cluster.unsafe_force_deletes for n in POLICIES])
     _row("JobSet restarts", [res[n].summary.restarts for n in POLICIES])
     _row("  counted against maxRestarts", [res[n].metrics.counted_restarts for n in POLICIES])
     _row("  JobSets failed (maxRestarts)", [res[n].metrics.failed_workloads for n in POLICIES])
@@ -281,6 +295,64 @@ def _details(k: KindRun) -> None:
     for kind in kinds:
         _row(f"preemptions by {kind}", [res[n].summary.preemptions.get(kind, 0) for n in POLICIES])
     _row("simulated in (s)", [f"{res[n].wall_s:.1f}" for n in POLICIES])
+
+
+ABLATION: tuple[tuple[str, dict[str, Any], dict[str, Any]], ...] = (
+    ("NotReady + confirm (default)", {}, {}),
+    ("+ Lease signal", {"lease_stale_seconds": 20}, {}),
+    ("+ Compute Engine corroboration", {"compute_corroboration": True}, {}),
+    ("+ both", {"lease_stale_seconds": 20, "compute_corroboration": True}, {}),
+    (
+        "+ both, Compute status 120 s late",
+        {"lease_stale_seconds": 20, "compute_corroboration": True},
+        {"compute_status_lag_s": 120.0},
+    ),
+    (
+        "+ both, 50% Compute API errors",
+        {"lease_stale_seconds": 20, "compute_corroboration": True},
+        {"compute_api_error_rate": 0.5},
+    ),
+)
+"""Mechanism label, controller settings on top of the run's, timings on top of the run's."""
+ABLATION_KINDS = (HOST_DEATH, KUBELET_RESTART)
+
+
+def _ablation(runs: dict[str, KindRun]) -> dict[str, dict[str, dict[str, float | int | None]]]:
+    """The hotswap controller alone, per mechanism, on the traces already run (same trace, same seed)."""
+    out: dict[str, dict[str, dict[str, float | int | None]]] = {}
+    progress = Progress()
+    for label, settings, timings in ABLATION:
+        out[label] = {}
+        for kind in ABLATION_KINDS:
+            if kind not in runs:
+                continue
+            base = runs[kind].scenario
+            progress.step(f"ablation: {label} on {kind} ...")
+            scenario = replace(
+                base,
+                settings=settings_from_mapping({**base.settings.to_dict(), **settings}),
+                timings=base.timings.with_overrides(timings),
+            )
+            r = run(scenario, Hotswap(scenario.settings))
+            eps = [e.seconds for e in r.metrics.episodes if e.kind == kind and e.seconds is not None]
+            out[label][kind] = {
+                "mttr_p50_s": _r(percentile(eps, 50)),
+                "mttr_p95_s": _r(percentile(eps, 95)),
+                "force_deletes": r.cluster.force_deletes,
+                "unsafe_force_deletes": r.cluster.unsafe_force_deletes,
+            }
+    progress.done()
+    print("\n== ablation: early detection, hotswap controller only (same traces)")
+    kinds = [k for k in ABLATION_KINDS if k in runs]
+    _row("", [f"{k} p50/p95 (s)" for k in kinds] + [f"{k} unsafe/forced" for k in kinds], width=26)
+    for label, by_kind in out.items():
+        _row(
+            label,
+            [f"{by_kind[k]['mttr_p50_s']} / {by_kind[k]['mttr_p95_s']}" for k in kinds]
+            + [f"{by_kind[k]['unsafe_force_deletes']} / {by_kind[k]['force_deletes']}" for k in kinds],
+            width=26,
+        )
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -322,6 +394,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             "  pods Running p50, nodes kept",
             [_p(sens.results[n], HOST_DEATH)["mttr_p50_s"] for n in POLICIES],
         )
+    ablation: dict[str, dict[str, dict[str, float | int | None]]] = {}
+    if not args.no_ablation:
+        if KUBELET_RESTART not in runs:
+            runs[KUBELET_RESTART] = _run_kind(KUBELET_RESTART, args.stack, kind_days, args, timings)
+            _details(runs[KUBELET_RESTART])
+        ablation = _ablation(runs)
+    unsafe = sum(r.cluster.unsafe_force_deletes for k in runs.values() for r in k.results.values()) + sum(
+        int(a["unsafe_force_deletes"] or 0) for by_kind in ablation.values() for a in by_kind.values()
+    )
+    print(f"\nforce deletions of a pod whose VM still ran, all runs: {unsafe}")
     print(f"\nbenchmark wall time {time.perf_counter() - started:.0f} s")
     print(
         json.dumps(
@@ -329,6 +411,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "policies": {n: _p(main_run.results[n], HOST_DEATH) for n in POLICIES},
                 "floor_s": round(floor_seconds(t, HOST_DEATH), 1),
                 "by_kind": {k: {n: _p(r.results[n], k) for n in POLICIES} for k, r in runs.items()},
+                "ablation": ablation,
+                "unsafe_force_deletes": unsafe,
             }
         )
     )

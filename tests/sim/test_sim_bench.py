@@ -37,7 +37,15 @@ def is_number(x: object) -> bool:
     return isinstance(x, int | float) and not isinstance(x, bool)
 
 
-P_KEYS = {"mttr_p50_s", "mttr_p95_s", "resumed_p50_s", "low_priority_lost_chip_hours", "utilization"}
+P_KEYS = {
+    "mttr_p50_s",
+    "mttr_p95_s",
+    "resumed_p50_s",
+    "low_priority_lost_chip_hours",
+    "utilization",
+    "force_deletes",
+    "unsafe_force_deletes",
+}
 POLICIES = {"recipe", "kueue_tas", "hotswap"}
 
 
@@ -47,13 +55,22 @@ def check_p(p: dict[str, Any]) -> None:
         assert p[key] is None or is_number(p[key]), key
     assert is_number(p["low_priority_lost_chip_hours"])
     assert is_number(p["utilization"]) and 0.0 <= p["utilization"] <= 1.0
+    assert isinstance(p["force_deletes"], int) and 0 <= p["unsafe_force_deletes"] <= p["force_deletes"]
 
 
 def test_mttr_bench_json_shape(capsys: pytest.CaptureFixture[str]) -> None:
     args = ["--stack", "seed", "--spot-stack", "dev", "--days", "1", "--kind-days", "0.5"]
     assert load("mttr").main([*args, "--node-mtbf-days", "1", "--seed", "4", "--no-sensitivity"]) == 0
     doc = last_json(capsys)
-    assert set(doc) == {"policies", "floor_s", "by_kind"}
+    assert set(doc) == {"policies", "floor_s", "by_kind", "ablation", "unsafe_force_deletes"}
+    assert isinstance(doc["unsafe_force_deletes"], int)
+    assert len(doc["ablation"]) == 6
+    for label, by_kind in doc["ablation"].items():
+        assert set(by_kind) == {"host_death", "kubelet_restart"}, label
+        for a in by_kind.values():
+            assert set(a) == {"mttr_p50_s", "mttr_p95_s", "force_deletes", "unsafe_force_deletes"}
+            if "Compute" in label or "both" in label:
+                assert a["unsafe_force_deletes"] == 0, f"{label}: corroboration must fence"
     assert set(doc["policies"]) == POLICIES
     for p in doc["policies"].values():
         check_p(p)

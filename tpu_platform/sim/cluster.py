@@ -38,6 +38,10 @@ class Cluster:
         self.watchers: list[Callable[[], None]] = []
         self.kubelet_listeners: list[Callable[[], None]] = []
         """Told when a kubelet stops or restarts: only its node Lease shows it (no watch event)."""
+        self.force_deletes = 0
+        """Pods removed with grace 0 by a controller (ours or Kueue's FailureRecoveryPolicy)."""
+        self.unsafe_force_deletes = 0
+        """Of those, pods whose VM was still running (a second copy of the worker could start)."""
         self._pool_holders: dict[str, dict[str, int]] = {name: {} for name in self.pools}
         self._uids = itertools.count(1)
         for pool in self.pools.values():
@@ -239,6 +243,14 @@ class Cluster:
         self._release(pod)
         self._tell(pod, "failed")
         self.changed()
+
+    def note_force_delete(self, pod: SimPod) -> None:
+        """Count a grace-0 deletion about to happen, and whether it is unsafe: the pod is not finished
+        and the VM it is bound to still runs its guest (the fencing rule)."""
+        self.force_deletes += 1
+        node = self.nodes.get(pod.node) if pod.node is not None else None
+        if node is not None and node.vm_running and not pod.terminal:
+            self.unsafe_force_deletes += 1
 
     def remove_pod(self, pod: SimPod) -> None:
         """The pod object is gone from the API (deleted to completion, force-deleted or GC'd)."""

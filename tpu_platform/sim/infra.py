@@ -226,6 +226,7 @@ class Infra:
     # --- a host dies silently ------------------------------------------------------------------------
     def _kill(self, node: SimNode, *, back_after: float | None, repair: bool = True) -> None:
         inc = self._silence(node)
+        node.vm_running, node.vm_down_at = False, self.c.now
         node.repair_armed = repair
         self.node_died(node)
         t = self.c.t
@@ -283,6 +284,7 @@ class Infra:
         if node is None:
             return
         node.alive = True
+        node.vm_running, node.vm_down_at = True, None
         node.incarnation += 1
         node.lease_from, node.lease_last = self.c.now, None
         for listener in self.c.kubelet_listeners:
@@ -390,6 +392,8 @@ class Infra:
             if node.alive:
                 node.lease_last = node.lease_renewed(self.c.now, self.c.t.lease_renew_s)
                 node.alive = False
+            if node.vm_running:
+                node.vm_running, node.vm_down_at = False, self.c.now
         self._start_repair(pool, seconds, replace_nodes=True)
 
     # --- GKE auto-repair: the whole multi-host pool is recreated ------------------------------------

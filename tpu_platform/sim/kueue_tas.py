@@ -130,5 +130,6 @@ class KueueTas:
                 self.c.engine.after(RECHECK_S, "failure-recovery", self._force, key, uid)
             return
         self.force_deleted += 1
+        self.c.note_force_delete(pod)
         self.c.fail_pod(pod, pod.cause or "failure", disruption="KueueForcefullyDeleted", phase=FAILED)
         self.c.remove_pod(pod)

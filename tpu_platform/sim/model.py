@@ -95,6 +95,11 @@ class SimNode:
     nor for a node already being repaired)."""
     chips_ok: bool = True
     """False after a chip/ICI error: the device plugin offers none of the node's chips (until repair)."""
+    vm_running: bool = True
+    """The VM's guest runs, so containers on it may still be running (even with the kubelet silent, as
+    in a kubelet restart or a slow host). Force-deleting a pod here is unsafe: two copies could run."""
+    vm_down_at: float | None = None
+    """When the guest stopped (host death, maintenance, Spot); None while it runs."""
 
     def lease_renewed(self, now: float, every: float) -> float:
         """The node Lease's renewTime at ``now``."""

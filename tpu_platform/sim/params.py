@@ -100,6 +100,15 @@ class Timings:
     ``cloud.google.com/impending-node-termination`` and the kubelet stops its pods within 15 s."""
     spot_return_s: float = 1800.0
     """chosen: a preempted Spot slice gets capacity back and its nodes register after this long."""
+    compute_status_lag_s: float = 30.0
+    """chosen (not published): after a host dies silently, Compute Engine's ``instances.get`` reports
+    the VM as not running (TERMINATED, REPAIRING) this long after the death. The benchmark's ablation
+    also runs it longer."""
+    compute_api_latency_s: float = 0.5
+    """chosen: one ``instances.get`` round trip; the answer describes the VM as it was when sent."""
+    compute_api_error_rate: float = 0.05
+    """chosen: share of Compute Engine reads that fail (503, deadline, 403 while a token rotates); a
+    failed read confirms nothing and is retried at the next reconcile."""
     incident_settle_s: float = 1800.0
     """chosen: an incident that has not interrupted a high-priority JobSet this long after it happened
     counts as a recovery of 0 s for it (e.g. a short kubelet restart that nothing reacted to)."""

@@ -17,6 +17,7 @@ from typing import Protocol
 
 from tpu_platform.hotswap.core import PoolMemory, Preemption, Settings, decide
 from tpu_platform.sim.cluster import Cluster
+from tpu_platform.sim.compute import ComputeApi
 from tpu_platform.sim.engine import Handle
 from tpu_platform.sim.kueue import Kueue
 from tpu_platform.sim.params import Timings
@@ -92,7 +93,10 @@ class Hotswap:
 
     def attach(self, cluster: Cluster, last_checkpoint: CheckpointClock, kueue: Kueue) -> None:
         self.c = cluster
-        self.snapshots = SnapshotBuilder(cluster, last_checkpoint, leases=self.leases)
+        self.compute = ComputeApi(cluster.t, seed=0) if self.settings.compute_corroboration else None
+        self.snapshots = SnapshotBuilder(
+            cluster, last_checkpoint, leases=self.leases, compute=self.compute, settings=self.settings
+        )
         cluster.watchers.append(self._on_watch)
         if self.leases:
             cluster.kubelet_listeners.append(self._on_kubelet)

@@ -17,16 +17,20 @@ from tpu_platform.hotswap.core import (
     EvictPod,
     ForceDeletePod,
     JobSet,
+    Node,
     NodePool,
     PatchNode,
     Pod,
+    Settings,
     Snapshot,
+    suspect_since,
 )
 from tpu_platform.hotswap.core import constants as k
 from tpu_platform.hotswap.core.apply import patch_node
 from tpu_platform.hotswap.core.model import RUNNING
 from tpu_platform.sim.cluster import Cluster
-from tpu_platform.sim.model import CAUSE_CONTROLLER, CAUSE_FAILURE, SimPod, Workload
+from tpu_platform.sim.compute import ComputeApi
+from tpu_platform.sim.model import CAUSE_CONTROLLER, CAUSE_FAILURE, SimNode, SimPod, Workload
 
 CheckpointClock = Callable[[Workload, float], "float | None"]
 
@@ -94,13 +98,35 @@ def core_jobset(w: Workload, now: float, last_checkpoint: float | None) -> JobSe
 
 class SnapshotBuilder:
     """Builds snapshots; pools are fixed for a run, so they are built once. With ``leases`` the nodes
-    carry their Lease's renewTime (what the adapter's lease cache joins in when the signal is on)."""
+    carry their Lease's renewTime (what the adapter's lease cache joins in when the signal is on); with
+    ``compute`` (and ``settings`` with corroboration on) suspect nodes carry Compute Engine's answer
+    about their VM, as the adapter's reader joins it in."""
 
-    def __init__(self, cluster: Cluster, last_checkpoint: CheckpointClock, *, leases: bool = False) -> None:
+    def __init__(
+        self,
+        cluster: Cluster,
+        last_checkpoint: CheckpointClock,
+        *,
+        leases: bool = False,
+        compute: ComputeApi | None = None,
+        settings: Settings | None = None,
+    ) -> None:
         self.c = cluster
         self.last_checkpoint = last_checkpoint
         self.leases = leases
+        self.compute = compute
+        self.settings = settings if settings is not None else Settings()
         self.pools = tuple(NodePool(p.name, p.topology, p.size) for p in cluster.pools.values())
+
+    def _node(self, n: SimNode, now: float) -> Node:
+        api = (
+            replace(n.api, lease_renewed=n.lease_renewed(now, self.c.t.lease_renew_s))
+            if self.leases
+            else n.api
+        )
+        if self.compute is not None and suspect_since(api, self.settings, now) is not None:
+            api = replace(api, instance=self.compute.read(n, now))
+        return api
 
     def build(self) -> Snapshot:
         c = self.c
@@ -108,12 +134,7 @@ class SnapshotBuilder:
         return Snapshot(
             now=now,
             pools=self.pools,
-            nodes=tuple(
-                replace(n.api, lease_renewed=n.lease_renewed(now, c.t.lease_renew_s))
-                if self.leases
-                else n.api
-                for n in c.nodes.values()
-            ),
+            nodes=tuple(self._node(n, now) for n in c.nodes.values()),
             jobsets=tuple(
                 core_jobset(w, now, self.last_checkpoint(w, now))
                 for w in c.workloads.values()
@@ -173,6 +194,7 @@ def apply(c: Cluster, actions: Iterable[Action]) -> Counter[str]:
             case ForceDeletePod():
                 pod = c.pods.get(action.key)
                 if pod is not None and pod.uid == action.uid:
+                    c.note_force_delete(pod)
                     c.remove_pod(pod)
                     counts["force-delete"] += 1
             case EmitEvent():

@@ -63,6 +63,7 @@ from tpu_platform.hotswap.core.actions import (
     action_sort_key,
 )
 from tpu_platform.hotswap.core.apply import apply_actions
+from tpu_platform.hotswap.core.corroboration import GONE, NOT_RUNNING, confirmed_down, suspect_since, suspects
 from tpu_platform.hotswap.core.health import (
     PoolMemory,
     PoolRecord,
@@ -75,6 +76,7 @@ from tpu_platform.hotswap.core.health import (
 from tpu_platform.hotswap.core.inputs import Rejection
 from tpu_platform.hotswap.core.model import (
     Condition,
+    Instance,
     JobSet,
     Node,
     NodePool,
@@ -98,6 +100,8 @@ from tpu_platform.hotswap.core.settings import (
 from tpu_platform.hotswap.core.timeutil import format_time, parse_time
 
 __all__ = [
+    "GONE",
+    "NOT_RUNNING",
     "Action",
     "AnnotateJobSet",
     "Candidate",
@@ -107,6 +111,7 @@ __all__ = [
     "EvictPod",
     "EvictionCause",
     "ForceDeletePod",
+    "Instance",
     "JobSet",
     "Node",
     "NodePool",
@@ -125,6 +130,7 @@ __all__ = [
     "Taint",
     "action_sort_key",
     "apply_actions",
+    "confirmed_down",
     "constants",
     "decide",
     "format_time",
@@ -139,6 +145,8 @@ __all__ = [
     "settings_from_mapping",
     "settings_from_yaml",
     "settings_schema",
+    "suspect_since",
+    "suspects",
     "topology_chips",
     "work_lost_seconds",
 ]

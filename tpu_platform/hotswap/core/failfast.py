@@ -17,9 +17,10 @@ from collections.abc import Iterable, Mapping
 from itertools import chain
 
 from tpu_platform.hotswap.core.actions import EmitEvent, EvictionCause, EvictPod, ForceDeletePod
+from tpu_platform.hotswap.core.corroboration import confirmed_down, known_running
 from tpu_platform.hotswap.core.health import PoolState, PoolStatus, node_dead_since
 from tpu_platform.hotswap.core.index import ClusterIndex
-from tpu_platform.hotswap.core.model import Pod
+from tpu_platform.hotswap.core.model import Node, Pod
 from tpu_platform.hotswap.core.settings import Settings
 
 
@@ -68,22 +69,23 @@ def fail_fast(
 def clear_stuck(
     idx: ClusterIndex, settings: Settings, now: float, evicting: Iterable[Pod] = ()
 ) -> tuple[list[ForceDeletePod], list[EmitEvent]]:
-    """Force-delete managed pods stuck Terminating on nodes NotReady/unreachable past confirmation.
+    """Force-delete managed pods stuck Terminating on nodes NotReady/unreachable past confirmation, or
+    on suspect nodes whose VM Compute Engine confirms is not running (``corroboration``).
 
-    ``evicting`` are pods evicted in this same reconcile: on a confirmed-dead node they would be stuck
-    the moment the eviction lands, so they are force-deleted right after it. The eviction comes first
-    because it records the DisruptionTarget condition that lets the failure policy spare maxRestarts.
+        ``evicting`` are pods evicted in this same reconcile: on a confirmed-dead node they would be stuck
+        the moment the eviction lands, so they are force-deleted right after it. The eviction comes first
+        because it records the DisruptionTarget condition that lets the failure policy spare maxRestarts.
     """
     deletes: list[ForceDeletePod] = []
     per_jobset: dict[str, int] = {}
-    dead_cache: dict[str, float | None] = {}
+    why_cache: dict[str, str | None] = {}
     for pod in chain(idx.terminating, evicting):
         if pod.jobset not in idx.managed or pod.node is None:
             continue
-        if pod.node not in dead_cache:
-            dead_cache[pod.node] = node_dead_since(idx.nodes[pod.node])
-        dead_since = dead_cache[pod.node]
-        if dead_since is None or now - dead_since < settings.dead_node_confirm_seconds:
+        if pod.node not in why_cache:
+            why_cache[pod.node] = _confirmed(idx.nodes[pod.node], settings, now)
+        why = why_cache[pod.node]
+        if why is None:
             continue
         deletes.append(
             ForceDeletePod(
@@ -92,7 +94,7 @@ def clear_stuck(
                 uid=pod.uid,
                 node=pod.node,
                 jobset=pod.jobset,
-                reason=f"stuck Terminating on node {pod.node}, not Ready for {now - dead_since:.0f}s",
+                reason=f"stuck Terminating on node {pod.node}, {why}",
             )
         )
         assert pod.jobset is not None
@@ -110,3 +112,16 @@ def clear_stuck(
             )
         )
     return deletes, events
+
+
+def _confirmed(node: Node, settings: Settings, now: float) -> str | None:
+    """Why ``node`` counts as dead: NotReady long enough, or its VM confirmed down by Compute Engine."""
+    down = confirmed_down(node, settings, now)
+    if down is not None:
+        return down
+    dead_since = node_dead_since(node)
+    if dead_since is None or now - dead_since < settings.dead_node_confirm_seconds:
+        return None
+    if known_running(node, settings, now):
+        return None
+    return f"not Ready for {now - dead_since:.0f}s"

@@ -31,6 +31,22 @@ class Condition:
 
 
 @dataclass(frozen=True, slots=True)
+class Instance:
+    """What Compute Engine said about the VM behind a node (``spec.providerID``), read by the adapter
+    only for suspect nodes and only with ``Settings.compute_corroboration`` on. Never a guess: a read
+    that failed leaves the node without evidence."""
+
+    status: str
+    """``Instance.status`` (https://cloud.google.com/compute/docs/reference/rest/v1/instances), or
+    ``GONE`` when ``instances.get`` answered 404 (the VM was deleted)."""
+    observed: float
+    """When the answer arrived (epoch seconds)."""
+    host_error_at: float | None = None
+    """Start of the latest ``compute.instances.hostError`` operation Compute Engine recorded for the
+    instance (zoneOperations.list), if any."""
+
+
+@dataclass(frozen=True, slots=True)
 class Node:
     name: str
     pool: str
@@ -48,6 +64,8 @@ class Node:
     lease_renewed: float | None = None
     """``spec.renewTime`` of the node's Lease in ``kube-node-lease`` (the kubelet's heartbeat); None if
     no Lease is known. Read only when ``Settings.lease_stale_seconds`` is on."""
+    instance: Instance | None = None
+    """Compute Engine's evidence about the VM, when the node is suspect and corroboration is on."""
 
     def condition(self, type_: str) -> Condition | None:
         for c in self.conditions:

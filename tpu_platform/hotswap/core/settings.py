@@ -135,6 +135,28 @@ class Settings:
             "duration",
         ),
     )
+    compute_corroboration: bool = field(
+        default=False,
+        metadata=_doc(
+            """Opt-in: ask Compute Engine about the VM behind a suspect node (NotReady, or a stale Lease
+            with lease_stale_seconds on) and force-delete its managed pods as soon as the VM is
+            confirmed not running (TERMINATED, STOPPED, SUSPENDED, REPAIRING, deleted, or a
+            compute.instances.hostError after the kubelet's last renewal), instead of waiting
+            dead_node_confirm_seconds. Needs the controller's Google service account (Workload
+            Identity) with compute.instances.get and compute.zoneOperations.list. An API error or a
+            RUNNING VM confirms nothing: the conservative path applies.""",
+            "bool",
+        ),
+    )
+    instance_evidence_max_age_seconds: float = field(
+        default=30.0,
+        metadata=_doc(
+            """Compute Engine evidence older than this is ignored. The adapter re-reads a suspect
+            node's VM every reconcile (at most reconcile_interval_seconds apart, 2 s by default); 30 s
+            tolerates a few failed reads in a row without acting on a stale view.""",
+            "duration",
+        ),
+    )
     maintenance_lead_seconds: float = field(
         default=0.0,
         metadata=_doc(
@@ -301,6 +323,10 @@ def _validate(s: Settings) -> None:
             "lease_stale_seconds",
             f"must be 0 (off) or >= {MIN_LEASE_STALE_SECONDS:g} (two kubelet renewals), "
             f"got {s.lease_stale_seconds}",
+        )
+    if s.compute_corroboration and s.instance_evidence_max_age_seconds <= 0:
+        raise SettingsError(
+            "instance_evidence_max_age_seconds", "must be > 0 with compute_corroboration on, got 0"
         )
     if not s.managed_accelerators:
         raise SettingsError("managed_accelerators", "must name at least one accelerator")

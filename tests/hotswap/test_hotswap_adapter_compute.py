@@ -1,0 +1,165 @@
+"""The Compute Engine reader against a strict fake of the client surface it uses
+(``InstancesClient.get``, ``ZoneOperationsClient.list``; google-cloud-compute), raising the library's
+real exception types. No error ever yields a confirmation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from google.api_core import exceptions as gexc
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tpu_platform.hotswap.adapter.compute import HOST_ERROR, InstanceReader, parse_provider_id
+from tpu_platform.hotswap.core import GONE, NOT_RUNNING
+
+NOW = 1_800_000_000.0 + 4 * 3600.0
+"""2027-01-15T12:00:00Z."""
+PID = "gce://tpu-prod-1234/us-east5-b/gke-tpu-pool-a-1b2c3d4e-x7k2"
+
+
+@dataclass
+class Vm:
+    status: str
+    id: int = 4242
+
+
+@dataclass
+class Op:
+    operation_type: str
+    target_id: int
+    insert_time: str
+
+
+@dataclass
+class FakeInstances:
+    vms: dict[tuple[str, str, str], Vm] = field(default_factory=dict)
+    fault: Exception | None = None
+    calls: list[dict[str, Any]] = field(default_factory=list)
+
+    def get(self, *, project: str, zone: str, instance: str, timeout: float) -> Vm:
+        assert timeout > 0, "every call carries a timeout"
+        self.calls.append({"project": project, "zone": zone, "instance": instance})
+        if self.fault is not None:
+            raise self.fault
+        vm = self.vms.get((project, zone, instance))
+        if vm is None:
+            raise gexc.NotFound(
+                f"The resource 'projects/{project}/zones/{zone}/instances/{instance}' was not found"
+            )
+        return vm
+
+
+@dataclass
+class FakeOperations:
+    ops: list[Op] = field(default_factory=list)
+    fault: Exception | None = None
+    requests: list[dict[str, Any]] = field(default_factory=list)
+
+    def list(self, *, request: dict[str, Any], timeout: float) -> list[Op]:
+        assert timeout > 0
+        assert set(request) == {"project", "zone", "filter"}, request
+        self.requests.append(request)
+        if self.fault is not None:
+            raise self.fault
+        return list(self.ops)  # the server's filter is not trusted: the reader re-checks each op
+
+
+def reader(vm: Vm | None, ops: list[Op] | None = None, **faults: Exception) -> InstanceReader:
+    inst = FakeInstances({("tpu-prod-1234", "us-east5-b", "gke-tpu-pool-a-1b2c3d4e-x7k2"): vm} if vm else {})
+    inst.fault = faults.get("get")
+    opsapi = FakeOperations(ops or [], faults.get("list"))
+    return InstanceReader(inst, opsapi, clock=lambda: NOW)
+
+
+def test_provider_id_is_parsed_strictly() -> None:
+    ref = parse_provider_id(PID)
+    assert ref is not None and (ref.project, ref.zone, ref.instance) == (
+        "tpu-prod-1234",
+        "us-east5-b",
+        "gke-tpu-pool-a-1b2c3d4e-x7k2",
+    )
+    for bad in (
+        "",
+        None,
+        7,
+        "aws:///i-123",
+        "gce://p/z/i",
+        PID + "/x",
+        PID.upper(),
+        "gce://tpu-prod-1234//vm",
+    ):
+        assert parse_provider_id(bad) is None, bad
+
+
+@pytest.mark.parametrize("status", ["RUNNING", *sorted(NOT_RUNNING - {GONE})])
+def test_status_is_passed_through(status: str) -> None:
+    ev = reader(Vm(status)).read(PID)
+    assert ev is not None and ev.status == status and ev.host_error_at is None
+
+
+def test_a_deleted_vm_reads_gone() -> None:
+    ev = reader(None).read(PID)
+    assert ev is not None and ev.status == GONE
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        gexc.Forbidden("Required 'compute.instances.get' permission"),
+        gexc.ServiceUnavailable("backend unavailable"),
+        gexc.DeadlineExceeded("deadline"),
+        gexc.TooManyRequests("rate"),
+        gexc.InternalServerError("boom"),
+        TimeoutError("slow"),
+    ],
+)
+def test_every_get_error_is_no_evidence(fault: Exception) -> None:
+    r = reader(Vm("TERMINATED"), get=fault)
+    assert r.read(PID) is None
+    assert sum(r.errors.values()) == 1
+
+
+def test_host_error_after_filter_and_recheck() -> None:
+    ops = [
+        Op(HOST_ERROR, 4242, "2027-01-15T08:00:00.000-08:00"),  # 16:00Z: after the read
+        Op(HOST_ERROR, 4242, "2027-01-15T07:00:00Z"),
+        Op(HOST_ERROR, 4242, "2027-01-15T09:00:05Z"),
+        Op("compute.instances.repair.recreateInstance", 4242, "2027-01-15T09:00:00Z"),
+        Op(HOST_ERROR, 999, "2027-01-15T09:30:00Z"),
+        Op(HOST_ERROR, 4242, "not a time"),
+        Op(HOST_ERROR, 4242, "2099-01-01T00:00:00Z"),
+    ]
+    r = reader(Vm("RUNNING"), ops)
+    ev = r.read(PID)
+    assert ev is not None and ev.status == "RUNNING"
+    assert ev.host_error_at == _ts("2027-01-15T09:00:05Z"), "latest host error of this VM before the read"
+    req = r.operations.requests[0]  # type: ignore[attr-defined]
+    assert req["filter"] == f'(operationType = "{HOST_ERROR}") AND (targetId = 4242)'
+
+
+def _ts(text: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def test_a_failed_operations_listing_keeps_the_status_and_adds_nothing() -> None:
+    r = reader(Vm("RUNNING"), [Op(HOST_ERROR, 4242, "2027-01-15T08:00:05Z")], list=gexc.Forbidden("no list"))
+    ev = r.read(PID)
+    assert ev is not None and ev.status == "RUNNING" and ev.host_error_at is None
+    assert r.errors == {"operations_Forbidden": 1}
+
+
+def test_a_vm_without_status_or_a_bad_provider_id_is_no_evidence() -> None:
+    assert reader(Vm("")).read(PID) is None
+    assert reader(Vm("RUNNING")).read("gce://x") is None
+
+
+@given(st.text(max_size=120))
+def test_fuzz_provider_ids_never_crash(text: str) -> None:
+    ref = parse_provider_id(text)
+    if ref is not None:
+        assert text == f"gce://{ref.project}/{ref.zone}/{ref.instance}"

@@ -1,0 +1,100 @@
+"""Is the VM behind a suspect node confirmed not running? The pure half of corroborated early
+force-deletion: the adapter reads Compute Engine into ``Node.instance``, this decides.
+
+A node is *suspect* when it is NotReady/unreachable, or (with ``lease_stale_seconds`` on) its Lease is
+stale. Neither proves the VM is down: a slow but live host would run a second copy of a worker against
+the same checkpoints if its pods were force-deleted. Compute Engine is the authority on the VM. Its
+``Instance.status`` values (https://cloud.google.com/compute/docs/reference/rest/v1/instances, field
+``status``; the enum's descriptions in the client library, ``google.cloud.compute_v1.types.Instance.
+Status``):
+
+- ``TERMINATED``: "The instance has stopped (either by explicit action or underlying failure)";
+- ``STOPPED``: "The instance has stopped successfully";
+- ``SUSPENDED``: "The instance has suspended" (the guest is frozen, nothing runs);
+- ``REPAIRING``: "The instance is in repair" (Compute Engine took it off its failed host);
+- ``DEPROVISIONING``: "The instance is halted and we are performing tear down tasks";
+- deleted (``instances.get`` answers 404): ``GONE`` here.
+
+These confirm. ``STOPPING``/``SUSPENDING`` ("currently stopping", "is suspending") do not: the guest
+may still be running its shutdown, so its workers may still write. ``RUNNING``, ``PROVISIONING``,
+``STAGING`` and anything unknown do not either.
+
+A ``compute.instances.hostError`` operation (zoneOperations.list; "About host events",
+https://cloud.google.com/compute/docs/instances/host-maintenance-overview) means the host failed and
+the VM was restarted: the guest that ran the pods is gone. It confirms only if it began after the
+kubelet's last Lease renewal, i.e. nothing of the node has been heard from since; without a known
+renewal time (the Lease not read) a host error confirms nothing, since an old one would be followed by
+a new boot whose pods may be running.
+
+Evidence must have been read after the node became suspect and be at most
+``instance_evidence_max_age_seconds`` old. No evidence (an API error, a slow answer) confirms nothing.
+Fresh evidence that the VM runs also vetoes the NotReady timer (``known_running``): a kubelet silent for
+longer than NotReady + ``dead_node_confirm_seconds`` on a live VM would otherwise lose its pods while
+their containers still run. Without fresh evidence the timer applies as without corroboration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from tpu_platform.hotswap.core.health import node_dead_since
+from tpu_platform.hotswap.core.model import Node
+from tpu_platform.hotswap.core.settings import Settings
+
+GONE = "GONE"
+"""``Instance.status`` stand-in for a VM that ``instances.get`` no longer finds (HTTP 404)."""
+
+NOT_RUNNING = frozenset({"TERMINATED", "STOPPED", "SUSPENDED", "REPAIRING", "DEPROVISIONING", GONE})
+"""Statuses under which no guest of the VM runs (see the module docstring for each source)."""
+
+
+def suspect_since(node: Node, settings: Settings, now: float) -> float | None:
+    """When the node became suspect: NotReady/unreachable, or its Lease stale past
+    ``lease_stale_seconds`` (if on); None while neither."""
+    since = node_dead_since(node)
+    stale = settings.lease_stale_seconds
+    renewed = node.lease_renewed
+    if stale > 0 and renewed is not None and now - renewed >= stale:
+        lease_since = renewed + stale
+        since = lease_since if since is None else min(since, lease_since)
+    return since
+
+
+def suspects(nodes: Iterable[Node], settings: Settings, now: float) -> tuple[Node, ...]:
+    """The nodes whose VM the adapter should read now (none with corroboration off)."""
+    if not settings.compute_corroboration:
+        return ()
+    return tuple(n for n in nodes if suspect_since(n, settings, now) is not None)
+
+
+def _fresh(node: Node, settings: Settings, now: float) -> bool:
+    ev = node.instance
+    since = suspect_since(node, settings, now)
+    if ev is None or since is None:
+        return False
+    return since <= ev.observed <= now and now - ev.observed <= settings.instance_evidence_max_age_seconds
+
+
+def known_running(node: Node, settings: Settings, now: float) -> bool:
+    """Fresh evidence says the VM's guest runs (RUNNING, STOPPING, SUSPENDING, STAGING ...): its pods
+    may still be running, so no timer may force-delete them. A kubelet restart that outlasts
+    NotReady + ``dead_node_confirm_seconds`` is the case this fences (measured by bench/mttr.py)."""
+    if not settings.compute_corroboration or not _fresh(node, settings, now):
+        return False
+    return confirmed_down(node, settings, now) is None
+
+
+def confirmed_down(node: Node, settings: Settings, now: float) -> str | None:
+    """Why the VM behind ``node`` is confirmed not running, or None if it is not (or not known)."""
+    if not settings.compute_corroboration:
+        return None
+    ev = node.instance
+    if ev is None or not _fresh(node, settings, now):
+        return None
+    if ev.status in NOT_RUNNING:
+        return f"Compute Engine reports the VM {ev.status}"
+    renewed = node.lease_renewed
+    err = ev.host_error_at
+    if err is not None and renewed is not None and renewed <= err <= ev.observed:
+        return "Compute Engine recorded a host error for the VM since the kubelet was last heard"
+    return None
