@@ -127,3 +127,38 @@ def test_objects_that_stop_qualifying_are_dropped() -> None:
     del not_tpu["metadata"]["labels"]["cloud.google.com/gke-tpu-accelerator"]
     assert cache.apply_event(event("MODIFIED", not_tpu, "140"))
     assert names(cache) == []
+
+
+def test_backoff_transport_failures_wait_one_initial_step() -> None:
+    """A watch retried through an outage is retried within one initial step once the API is back."""
+    b = Backoff(initial=0.8, cap=4.0, jitter=1.0, clock=lambda: 0.0)
+    waits = [b.next(escalate=False) for _ in range(30)]
+    assert all(0.8 <= w <= 1.6 for w in waits)
+    escalated = [b.next() for _ in range(4)]
+    assert escalated[-1] >= 4.0, "status failures still escalate to the cap"
+
+
+def test_watch_refused_many_times_retries_quickly() -> None:
+    class Refusing(FakeApi):
+        def watch_objects(
+            self, resource: Resource, resource_version: str, timeout_seconds: int
+        ) -> Iterator[JSON]:
+            raise ApiError(0, "NewConnectionError", "connection refused")
+
+    api = Refusing()
+    api.add("nodes", node_obj("n1", "a"))
+    waits: list[float] = []
+    stop = threading.Event()
+    cache: WatchCache[NodeRecord] = WatchCache(api, NODES, node_from_api, watch_timeout_seconds=60)
+
+    class Recording(Backoff):
+        def next(self, *, escalate: bool = True) -> float:
+            w = super().next(escalate=escalate)
+            waits.append(w)
+            if len(waits) >= 8:
+                stop.set()
+            return 0.0
+
+    cache.backoff = Recording()
+    cache.run(stop)
+    assert len(waits) >= 8 and max(waits) <= 1.6

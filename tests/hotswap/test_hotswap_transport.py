@@ -240,3 +240,14 @@ def test_status_errors_parse_any_body_and_retry_after(status: int, raw: bytes, r
     err = status_error(status, "x", raw, {"Retry-After": retry})
     assert err.status == status
     assert err.retry_after is None or err.retry_after >= 0
+
+
+def test_item_backoff_transport_failures_do_not_escalate() -> None:
+    """An outage (refused connections) must not leave a write waiting out a grown backoff after it."""
+    t = [0.0]
+    b = ItemBackoff(base=0.25, cap=8.0, jitter=0.0, clock=lambda: t[0])
+    assert [b.failed("x", escalate=False) for _ in range(20)] == [0.25] * 20
+    assert b.failures("x") == 0
+    assert [b.failed("x") for _ in range(3)] == [0.25, 0.5, 1.0], "status failures still escalate"
+    assert b.failed("x", escalate=False) == 0.25 and b.failures("x") == 3
+    assert b.failed("x", retry_after=3.0, escalate=False) == 3.0, "Retry-After is still a floor"

@@ -304,7 +304,7 @@ class Applier:
         if result.outcome in (Outcome.APPLIED, Outcome.GONE, Outcome.CONFLICT):
             self.backoff.forget(key)
         elif result.outcome in (Outcome.FAILED, Outcome.BLOCKED):
-            self.backoff.failed(key, result.retry_after)
+            self.backoff.failed(key, result.retry_after, escalate=result.status != 0)
         return result
 
     def _apply_one(

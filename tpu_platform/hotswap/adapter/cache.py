@@ -11,7 +11,11 @@ Modelled on client-go's ``tools/cache/reflector.go``:
   exponentially with jitter: client-go uses ``NewExponentialBackoffManager(800ms, 30s, 2min, 2.0,
   1.0)``, i.e. 0.8 s doubling, jitter up to +100 %, reset only after 2 min without a failure. The
   cap here is 4 s (:data:`BACKOFF_MAX_SECONDS`, at most 8 s with jitter) so that after an outage
-  every cache is current again well inside lease duration + retry period (17 s).
+  every cache is current again well inside lease duration + retry period (17 s). A transport
+  failure (status 0: refused, reset, timed out) does not escalate it: the retry waits one initial
+  step (at most 1.6 s with jitter). An outage is a stretch of refused connections, and a backoff
+  grown through it would keep the caches stale, so nothing is decided, for up to 8 s after the
+  API is back; overload shows as 429/5xx, which keep escalating.
 - ``410 Gone``/``Expired`` and "too large resource version" (504 with the
   ``ResourceVersionTooLarge`` cause, ``apiserver/pkg/storage/errors.go``; client-go's
   ``isTooLargeResourceVersionError``) mean the resourceVersion cannot be resumed: list again.
@@ -90,11 +94,15 @@ class Backoff:
         self._current = 0.0
         self._last = -float("inf")
 
-    def next(self) -> float:
+    def next(self, *, escalate: bool = True) -> float:
+        """The next wait; ``escalate=False`` (a transport failure) waits one initial step and leaves
+        the escalation where it was."""
         now = self.clock()
         if now - self._last > self.reset_after:
             self._current = 0.0
         self._last = now
+        if not escalate:
+            return self.initial * (1.0 + self.jitter * self.rng.random())
         self._current = self.initial if self._current == 0 else min(self._current * 2, self.cap)
         return self._current * (1.0 + self.jitter * self.rng.random())
 
@@ -301,7 +309,7 @@ class WatchCache(Generic[T]):
                 status = err.status if isinstance(err, ApiError) else -1
                 if self.observer is not None:
                     self.observer.watch_failed(self.resource.name, status)
-                wait = self.backoff.next()
+                wait = self.backoff.next(escalate=status != 0)
                 log.warning(
                     "watch failed",
                     exc_info=not isinstance(err, ApiError),

@@ -11,7 +11,10 @@
   (``base * 2**failures`` capped at ``max``, forgotten on success) with jitter, and with the
   server's Retry-After as a floor. client-go's controller default (5 ms .. 1000 s) is tuned for
   requeues; here the cap is 8 s so a write that failed during an outage is retried within the
-  lease duration + retry period after the API is back.
+  lease duration + retry period after the API is back. A transport failure (status 0: refused,
+  reset, timed out) says nothing about the item, only that the API was unreachable, so it does not
+  escalate: the item waits one base step and keeps its count. Otherwise a pool that failed during
+  an outage would wait out a backoff grown during the outage (up to 9.6 s) after the API is back.
 """
 
 from __future__ import annotations
@@ -102,12 +105,14 @@ class ItemBackoff:
             wait = max(wait, min(retry_after, RETRY_AFTER_MAX_SECONDS))
         return wait
 
-    def failed(self, key: str, retry_after: float | None = None) -> float:
-        """Record a failure; returns how long ``key`` now waits."""
+    def failed(self, key: str, retry_after: float | None = None, *, escalate: bool = True) -> float:
+        """Record a failure; returns how long ``key`` now waits. ``escalate=False`` (a transport
+        failure) waits one base step and leaves the count as it was."""
         with self._lock:
             item = self._items.get(key)
-            failures = (item.failures if item else 0) + 1
-            wait = self.delay(failures, retry_after)
+            known = item.failures if item else 0
+            failures = known + 1 if escalate else known
+            wait = self.delay(failures if escalate else 1, retry_after)
             self._items[key] = _Item(failures, self.clock() + wait)
             return wait
 
