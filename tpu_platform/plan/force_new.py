@@ -21,12 +21,13 @@ import argparse
 import hashlib
 import json
 import re
-import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+from .upstream_git import git_show, write_or_print
 
 DATA_FILE = "force_new.json"
 _FIELD = re.compile(r'^(\t+)"([a-z0-9_]+)":\s*(\{|schema[A-Za-z]+\(\),?)')
@@ -89,13 +90,7 @@ def helper_fields(source: str, name: str) -> set[str]:
 
 def _sources(git_dir: Path, tag: str, paths: Sequence[str]) -> Iterator[tuple[str, str]]:
     for path in paths:
-        text = subprocess.run(
-            ["git", f"--git-dir={git_dir}", "show", f"{tag}:{path}"],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
-        yield path, text
+        yield path, git_show(git_dir, tag, path)
 
 
 NODE_POOL_FILE = "google/services/container/resource_container_node_pool.go"
@@ -136,10 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     current = load()
     current["gke"] = derive(args.git_dir, args.tag)
     text = json.dumps(current, indent=2, sort_keys=True) + "\n"
-    if args.write:
-        Path(__file__).with_name("data").joinpath(DATA_FILE).write_text(text)
-    else:
-        sys.stdout.write(text)
+    write_or_print(text, DATA_FILE, args.write)
     return 0
 
 

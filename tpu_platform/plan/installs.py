@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import re
-import subprocess
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from importlib import resources
@@ -32,6 +31,7 @@ import yaml
 
 from ..constants import JOBSET_NAMESPACE, KUEUE_NAMESPACE
 from ..kueue import configuration as kc
+from .upstream_git import git_ls, git_show, write_or_print
 
 DATA_FILE = "installs.yaml"
 _COMMENT = re.compile(r"\{\{-?\s*/\*.*?\*/\s*-?\}\}", re.S)
@@ -187,21 +187,9 @@ def summarize_template(text: str, names: Mapping[str, str], namespace: str) -> l
 
 
 def _git_files(git_dir: Path, tag: str, prefix: str) -> Iterator[tuple[str, str]]:
-    listing = subprocess.run(
-        ["git", f"--git-dir={git_dir}", "ls-tree", "-r", "--name-only", tag, prefix],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.split()
-    for path in sorted(listing):
+    for path in git_ls(git_dir, tag, prefix):
         if path.endswith((".yaml", ".yml", ".tpl")) and "/tests/" not in path:
-            text = subprocess.run(
-                ["git", f"--git-dir={git_dir}", "show", f"{tag}:{path}"],
-                check=True,
-                capture_output=True,
-                text=True,
-            ).stdout
-            yield path, text
+            yield path, git_show(git_dir, tag, path)
 
 
 def summarize_chart(
@@ -311,10 +299,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--write", action="store_true", help=f"update tpu_platform/plan/data/{DATA_FILE}")
     args = parser.parse_args(argv)
     text = dump(derive({"kueue": args.kueue_git, "jobset": args.jobset_git}))
-    if args.write:
-        Path(__file__).with_name("data").joinpath(DATA_FILE).write_text(text)
-    else:
-        sys.stdout.write(text)
+    write_or_print(text, DATA_FILE, args.write)
     return 0
 
 
