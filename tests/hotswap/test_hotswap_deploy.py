@@ -20,6 +20,7 @@ from tpu_platform.hotswap.adapter.main import main, parse_args, resolve_config
 from tpu_platform.hotswap.core import Settings, SettingsError
 
 PACKAGE = Path(deploy.__file__).parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)
@@ -92,6 +93,16 @@ def test_requirements_are_pinned_with_hashes() -> None:
         "pyyaml": "6.0.3",
     }
     assert {"urllib3", "certifi", "requests", "python-dateutil"} <= set(pins), "dependencies pinned too"
+    dev = dict(
+        line.split("==", 1)
+        for line in (ROOT / "requirements-dev.txt").read_text().splitlines()
+        if "==" in line and not line.startswith("#")
+    )
+    for name in ("kubernetes", "prometheus-client", "google-cloud-compute", "google-api-core"):
+        assert pins[name] == dev[name], f"{name}: the image and the tests run one version"
+    assert {"grpcio", "protobuf", "proto-plus", "google-auth"} <= set(pins), (
+        "the Compute Engine client's closure is in the image"
+    )
     installed = {name: metadata.version(name) for name in pins}
     assert {name: v for name, v in installed.items() if v != pins[name]} == {}, (
         "the tests run the image's versions"

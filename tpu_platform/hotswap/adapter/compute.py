@@ -19,11 +19,17 @@ https://cloud.google.com/compute/docs/access/iam-permissions). Every library err
 (``google.api_core.exceptions.GoogleAPICallError``: ``Forbidden``, ``ServiceUnavailable``,
 ``DeadlineExceeded`` ...) and a timeout yield no evidence, never a confirmation; a failed host-error
 listing keeps the status (it only ever adds a confirmation).
+
+An answer is dated when its request was *sent*: the status describes the VM at some moment between
+sending and arrival, and the core accepts evidence only if it was read after the suspicion began and
+is young enough, so the earliest possible moment is the safe one.
 """
 
 from __future__ import annotations
 
 import re
+import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -36,7 +42,12 @@ PROVIDER_ID = re.compile(
 )
 """``gce://PROJECT/ZONE/INSTANCE`` with Compute Engine's naming rules for each part (RFC 1035 names,
 project ids possibly domain-scoped)."""
+MAX_PROVIDER_ID = 200
+"""Longest accepted ``spec.providerID``: ``gce://`` + project (<= 63, or domain-scoped) + zone +
+instance (<= 63) with room to spare; anything longer is refused before the pattern runs."""
 HOST_ERROR = "compute.instances.hostError"
+GET = "instances.get"
+LIST = "zoneOperations.list"
 DEFAULT_TIMEOUT_S = 5.0
 """Per call: a suspect node is re-read on the next reconcile, so a slow answer is dropped, not waited
 for."""
@@ -51,9 +62,9 @@ class VmRef:
 
 def parse_provider_id(value: object) -> VmRef | None:
     """The VM named by a node's ``spec.providerID``; None for anything else (no guessing)."""
-    if not isinstance(value, str):
+    if not isinstance(value, str) or len(value) > MAX_PROVIDER_ID:
         return None
-    m = PROVIDER_ID.match(value)
+    m = PROVIDER_ID.fullmatch(value)
     return VmRef(m.group(1), m.group(2), m.group(3)) if m else None
 
 
@@ -72,16 +83,23 @@ def _rfc3339(text: str) -> float | None:
         return None
 
 
+ReadObserver = Callable[[str, str, float], None]
+"""``(call, outcome, seconds)`` for each Compute Engine call: ``call`` is ``GET`` or ``LIST``, ``outcome``
+``ok``, ``not_found`` or the library's exception class name (a bounded set)."""
+
+
 @dataclass(slots=True)
 class InstanceReader:
-    """Reads one VM's evidence; counts reads and errors for ``hotswap_compute_reads_total``."""
+    """Reads one VM's evidence; counts reads and errors. Safe to call from several threads."""
 
     instances: InstancesApi
     operations: ZoneOperationsApi
     clock: Callable[[], float]
     timeout_s: float = DEFAULT_TIMEOUT_S
+    observe: ReadObserver | None = None
     errors: dict[str, int] = field(default_factory=dict)
     reads: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def read(self, provider_id: object) -> Instance | None:
         from google.api_core.exceptions import GoogleAPICallError, NotFound, RetryError
@@ -90,21 +108,28 @@ class InstanceReader:
         if ref is None:
             self._error("bad_provider_id")
             return None
-        self.reads += 1
+        with self._lock:
+            self.reads += 1
+        sent = self.clock()
+        started = time.monotonic()
         try:
             vm = self.instances.get(
                 project=ref.project, zone=ref.zone, instance=ref.instance, timeout=self.timeout_s
             )
         except NotFound:
-            return Instance(status=GONE, observed=self.clock())
+            self._observed(GET, "not_found", started)
+            return Instance(status=GONE, observed=sent)
         except (GoogleAPICallError, RetryError, TimeoutError) as err:
+            self._observed(GET, type(err).__name__, started)
             self._error(type(err).__name__)
             return None
         status = getattr(vm, "status", None)
         if not isinstance(status, str) or not status:
+            self._observed(GET, "no_status", started)
             self._error("no_status")
             return None
-        observed = self.clock()
+        self._observed(GET, "ok", started)
+        observed = sent
         host_error = None
         vm_id = getattr(vm, "id", None)
         if isinstance(vm_id, int) and not isinstance(vm_id, bool) and vm_id > 0:
@@ -113,6 +138,7 @@ class InstanceReader:
                 "zone": ref.zone,
                 "filter": f'(operationType = "{HOST_ERROR}") AND (targetId = {vm_id})',
             }
+            started = time.monotonic()
             try:
                 for op in self.operations.list(request=request, timeout=self.timeout_s):
                     if (
@@ -124,16 +150,26 @@ class InstanceReader:
                     if at is not None and at <= observed and (host_error is None or at > host_error):
                         host_error = at
             except (GoogleAPICallError, RetryError, TimeoutError) as err:
+                self._observed(LIST, type(err).__name__, started)
                 self._error(f"operations_{type(err).__name__}")
+            else:
+                self._observed(LIST, "ok", started)
         return Instance(status=status, observed=observed, host_error_at=host_error)
 
+    def _observed(self, call: str, outcome: str, started: float) -> None:
+        if self.observe is not None:
+            self.observe(call, outcome, time.monotonic() - started)
+
     def _error(self, kind: str) -> None:
-        self.errors[kind] = self.errors.get(kind, 0) + 1
+        with self._lock:
+            self.errors[kind] = self.errors.get(kind, 0) + 1
 
 
-def google_reader(clock: Callable[[], float]) -> InstanceReader:
+def google_reader(clock: Callable[[], float], observe: ReadObserver | None = None) -> InstanceReader:
     """The reader over Google's clients, with Application Default Credentials (Workload Identity in
     the cluster: the KSA annotated with ``iam.gke.io/gcp-service-account``)."""
     from google.cloud import compute_v1
 
-    return InstanceReader(compute_v1.InstancesClient(), compute_v1.ZoneOperationsClient(), clock)
+    return InstanceReader(
+        compute_v1.InstancesClient(), compute_v1.ZoneOperationsClient(), clock, observe=observe
+    )

@@ -63,6 +63,24 @@ class RuntimeConfig:
         default="default", metadata={"doc": "Namespace for Events about (cluster-scoped) Nodes."}
     )
     log_level: str = field(default="INFO", metadata={"doc": "DEBUG, INFO, WARNING or ERROR."})
+    compute_read_deadline_seconds: float = field(
+        default=1.0,
+        metadata={
+            "doc": "With compute_corroboration: how long a reconcile waits for the Compute Engine reads "
+            "it started (half the default reconcile interval); later answers serve the next one."
+        },
+    )
+    compute_reread_seconds: float = field(
+        default=5.0,
+        metadata={
+            "doc": "A suspect node's VM answer is re-read once this old: several fresh answers within "
+            "instance_evidence_max_age_seconds (30 s) while a node stays suspect."
+        },
+    )
+    compute_max_concurrent_reads: int = field(
+        default=4,
+        metadata={"doc": "Compute Engine reads in flight at once (threads of the reader pool), >= 1."},
+    )
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -88,6 +106,11 @@ class RuntimeConfig:
             raise SettingsError(
                 "runtime.renew_deadline_seconds",
                 "need retry_period_seconds < renew_deadline_seconds < lease_duration_seconds",
+            )
+        if self.compute_max_concurrent_reads < 1:
+            raise SettingsError(
+                "runtime.compute_max_concurrent_reads",
+                f"must be >= 1, got {self.compute_max_concurrent_reads}",
             )
         for port in ("metrics_port", "health_port"):
             if not 0 <= getattr(self, port) <= 65535:

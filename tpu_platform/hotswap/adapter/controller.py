@@ -30,6 +30,7 @@ from tpu_platform.hotswap.adapter.convert import (
     with_leases,
     with_pods,
 )
+from tpu_platform.hotswap.adapter.evidence import Evidence
 from tpu_platform.hotswap.adapter.expectations import Expectations
 from tpu_platform.hotswap.adapter.leader import LeaderElector
 from tpu_platform.hotswap.adapter.metrics import Metrics
@@ -53,8 +54,11 @@ class Controller:
         metrics: Metrics | None = None,
         leader: LeaderElector | None = None,
         clock: Callable[[], float] = time.time,
+        evidence: Evidence | None = None,
     ) -> None:
         rt = config.runtime
+        self.evidence = evidence
+        """Compute Engine answers for suspect nodes (with ``compute_corroboration`` on)."""
         self.config = config
         self.metrics = metrics if metrics is not None else Metrics()
         self.leader = leader
@@ -157,12 +161,17 @@ class Controller:
             if p.jobset is not None:
                 by_jobset.setdefault(p.jobset, []).append(p)
         jobsets = tuple(with_pods(js, by_jobset.get(js.key, ())) for js in self.jobsets.values())
+        nodes = (
+            tuple(r.node for r in records)
+            if self.leases is None
+            else with_leases(records, self.lease_observations.observe(self.leases.values(), now))
+        )
+        if self.evidence is not None:
+            nodes = self.evidence.join(nodes, self.config.settings, now)
         return Snapshot(
             now=now,
             pools=pools_from_nodes(records),
-            nodes=tuple(r.node for r in records)
-            if self.leases is None
-            else with_leases(records, self.lease_observations.observe(self.leases.values(), now)),
+            nodes=nodes,
             jobsets=jobsets,
             pods=tuple(pods),
         )

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from tpu_platform.hotswap.adapter.compute import parse_provider_id
 from tpu_platform.hotswap.core import constants as k
 from tpu_platform.hotswap.core import inputs
 from tpu_platform.hotswap.core.inputs import InputError, Rejection
@@ -86,6 +87,14 @@ def _chips_per_node(obj: JSON, labels: Mapping[str, str]) -> int:
     return int(m.group(1)) if m and 0 < int(m.group(1)) <= MAX_CHIPS_PER_NODE else 4
 
 
+def _provider_id(value: Any) -> str:
+    """The node's VM as ``gce://PROJECT/ZONE/INSTANCE``, re-rendered from its validated parts; ""
+    for anything else. Nodes are written by the kubelet and GKE, not tenants, but the string still
+    names what the controller asks Compute Engine about, so it is checked like any input."""
+    ref = parse_provider_id(value)
+    return f"gce://{ref.project}/{ref.zone}/{ref.instance}" if ref is not None else ""
+
+
 def node_from_api(obj: JSON) -> NodeRecord | None:
     """None for nodes that belong to no TPU node pool."""
     meta = _meta(obj)
@@ -125,6 +134,7 @@ def node_from_api(obj: JSON) -> NodeRecord | None:
         created=_time(meta.get("creationTimestamp")) or 0.0,
         uid=_str(meta.get("uid")),
         resource_version=_str(meta.get("resourceVersion")),
+        provider_id=_provider_id(spec.get("providerID")),
     )
     return NodeRecord(node, labels.get(k.TPU_TOPOLOGY_LABEL, ""), accelerator, _chips_per_node(obj, labels))
 

@@ -8,6 +8,7 @@ import os
 import signal
 import socket
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import replace
 from types import FrameType
@@ -129,7 +130,18 @@ def run(cfg: Config, *, identity: str, kubeconfig: str | None) -> int:
         on_change=metrics.leadership,
         on_lost=stop.set,
     )
-    controller = Controller(api, cfg, identity=identity, metrics=metrics, leader=leader)
+    evidence = None
+    if cfg.settings.compute_corroboration:
+        from tpu_platform.hotswap.adapter.evidence import google_evidence
+
+        evidence = google_evidence(
+            metrics.registry,
+            time.time,
+            max_concurrent=rt.compute_max_concurrent_reads,
+            deadline_s=rt.compute_read_deadline_seconds,
+            reread_s=rt.compute_reread_seconds,
+        )
+    controller = Controller(api, cfg, identity=identity, metrics=metrics, leader=leader, evidence=evidence)
     try:
         start_http_server(rt.metrics_port, addr=rt.bind_address, registry=metrics.registry)
         probes = ProbeServer(
@@ -173,6 +185,8 @@ def run(cfg: Config, *, identity: str, kubeconfig: str | None) -> int:
     if not lost:
         leader.release()
     probes.stop()
+    if evidence is not None:
+        evidence.close()
     if lost:
         log.error("exiting after losing the lease", extra={"fields": {"identity": identity}})
         return 1

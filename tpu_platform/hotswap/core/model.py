@@ -66,6 +66,10 @@ class Node:
     no Lease is known. Read only when ``Settings.lease_stale_seconds`` is on."""
     instance: Instance | None = None
     """Compute Engine's evidence about the VM, when the node is suspect and corroboration is on."""
+    provider_id: str = ""
+    """``spec.providerID`` when it names a Compute Engine VM (``gce://PROJECT/ZONE/INSTANCE``, checked
+    by the adapter against Compute Engine's naming rules); empty when absent or refused, and then the
+    VM is never read."""
 
     def condition(self, type_: str) -> Condition | None:
         for c in self.conditions:
