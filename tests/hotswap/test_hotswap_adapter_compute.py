@@ -4,67 +4,27 @@ real exception types. No error ever yields a confirmation."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+import inspect
 
 import pytest
+import requests
 from google.api_core import exceptions as gexc
+from google.auth import exceptions as gauth
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tpu_platform.hotswap.adapter.compute import HOST_ERROR, InstanceReader, parse_provider_id
+from tests.hotswap.compute_fake import FakeInstances, FakeOperations, Op, Vm
+from tpu_platform.hotswap.adapter.compute import (
+    HOST_ERROR,
+    MAX_PROVIDER_ID,
+    InstanceReader,
+    parse_provider_id,
+)
 from tpu_platform.hotswap.core import GONE, NOT_RUNNING
 
 NOW = 1_800_000_000.0 + 4 * 3600.0
 """2027-01-15T12:00:00Z."""
 PID = "gce://tpu-prod-1234/us-east5-b/gke-tpu-pool-a-1b2c3d4e-x7k2"
-
-
-@dataclass
-class Vm:
-    status: str
-    id: int = 4242
-
-
-@dataclass
-class Op:
-    operation_type: str
-    target_id: int
-    insert_time: str
-
-
-@dataclass
-class FakeInstances:
-    vms: dict[tuple[str, str, str], Vm] = field(default_factory=dict)
-    fault: Exception | None = None
-    calls: list[dict[str, Any]] = field(default_factory=list)
-
-    def get(self, *, project: str, zone: str, instance: str, timeout: float) -> Vm:
-        assert timeout > 0, "every call carries a timeout"
-        self.calls.append({"project": project, "zone": zone, "instance": instance})
-        if self.fault is not None:
-            raise self.fault
-        vm = self.vms.get((project, zone, instance))
-        if vm is None:
-            raise gexc.NotFound(
-                f"The resource 'projects/{project}/zones/{zone}/instances/{instance}' was not found"
-            )
-        return vm
-
-
-@dataclass
-class FakeOperations:
-    ops: list[Op] = field(default_factory=list)
-    fault: Exception | None = None
-    requests: list[dict[str, Any]] = field(default_factory=list)
-
-    def list(self, *, request: dict[str, Any], timeout: float) -> list[Op]:
-        assert timeout > 0
-        assert set(request) == {"project", "zone", "filter"}, request
-        self.requests.append(request)
-        if self.fault is not None:
-            raise self.fault
-        return list(self.ops)  # the server's filter is not trusted: the reader re-checks each op
 
 
 def reader(vm: Vm | None, ops: list[Op] | None = None, **faults: Exception) -> InstanceReader:
@@ -163,3 +123,59 @@ def test_fuzz_provider_ids_never_crash(text: str) -> None:
     ref = parse_provider_id(text)
     if ref is not None:
         assert text == f"gce://{ref.project}/{ref.zone}/{ref.instance}"
+
+
+def test_the_fake_takes_the_real_clients_keywords() -> None:
+    """The fake's surface is the installed library's: the same keyword arguments exist on
+    ``InstancesClient.get`` and ``ZoneOperationsClient.list`` (google-cloud-compute 1.48.0)."""
+    from google.cloud import compute_v1
+
+    get = inspect.signature(compute_v1.InstancesClient.get).parameters
+    assert {"project", "zone", "instance", "timeout", "retry"} <= set(get)
+    listing = inspect.signature(compute_v1.ZoneOperationsClient.list).parameters
+    assert {"request", "timeout", "retry"} <= set(listing)
+    fake_get = inspect.signature(FakeInstances.get).parameters
+    assert set(fake_get) - {"self"} <= set(get)
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        requests.exceptions.ReadTimeout("read timed out"),
+        requests.exceptions.ConnectionError("refused"),
+        gauth.RefreshError("metadata server: no token"),
+        gexc.RetryError("gave up", cause=None),
+    ],
+)
+def test_transport_and_auth_errors_are_no_evidence(fault: Exception) -> None:
+    r = reader(Vm("TERMINATED"), get=fault)
+    assert r.read(PID) is None
+    assert r.errors == {type(fault).__name__: 1}
+
+
+def test_answers_are_dated_when_sent() -> None:
+    """The status describes the VM somewhere between send and arrival: the earliest moment is used."""
+    ticks = iter([100.0, 130.0, 160.0])
+    inst = FakeInstances({("tpu-prod-1234", "us-east5-b", "gke-tpu-pool-a-1b2c3d4e-x7k2"): Vm("TERMINATED")})
+    r = InstanceReader(inst, FakeOperations(), clock=lambda: next(ticks))
+    ev = r.read(PID)
+    assert ev is not None and ev.observed == 100.0
+
+
+def test_observer_sees_each_call_with_its_outcome() -> None:
+    seen: list[tuple[str, str]] = []
+    r = reader(Vm("RUNNING"))
+    r.observe = lambda call, outcome, seconds: seen.append((call, outcome))
+    r.read(PID)
+    assert seen == [("instances.get", "ok"), ("zoneOperations.list", "ok")]
+    seen.clear()
+    r.instances.fault = gexc.Forbidden("no")  # type: ignore[attr-defined]
+    r.read(PID)
+    assert seen == [("instances.get", "Forbidden")]
+
+
+def test_overlong_provider_ids_are_refused_before_matching() -> None:
+    long = "gce://tpu-prod-1234/us-east5-b/" + "a" * (MAX_PROVIDER_ID)
+    assert parse_provider_id(long) is None
+    assert parse_provider_id("gce://tpu-prod-1234/us-east5-b/vm\n") is None
+    assert parse_provider_id(PID + "\n") is None, "fullmatch: a trailing newline is not accepted"

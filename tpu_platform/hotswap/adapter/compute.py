@@ -20,6 +20,16 @@ https://cloud.google.com/compute/docs/access/iam-permissions). Every library err
 ``DeadlineExceeded`` ...) and a timeout yield no evidence, never a confirmation; a failed host-error
 listing keeps the status (it only ever adds a confirmation).
 
+Every call passes ``retry=None`` with its ``timeout``: the library's default retry for both methods
+re-sends on ``DeadlineExceeded``/``ServiceUnavailable`` for up to 600 s (``google/cloud/compute_v1/
+services/instances/transports/base.py``, ``_prep_wrapped_messages``), and a float ``timeout`` is only a
+per-attempt budget that starts over once spent (``google/api_core/timeout.py``,
+``TimeToDeadlineTimeout``), so only ``retry=None`` bounds a call by its timeout
+(``google/api_core/gapic_v1/method.py``: "If None, this callable will not retry"). The caller re-reads
+on its next reconcile instead. The REST transport raises ``requests``' own exceptions for a timeout or
+a refused connection, and ``google.auth`` its own when the metadata server cannot mint a token: both
+are errors like the library's.
+
 An answer is dated when its request was *sent*: the status describes the VM at some moment between
 sending and arrival, and the core accepts evidence only if it was read after the suspicion began and
 is young enough, so the earliest possible moment is the safe one.
@@ -69,11 +79,21 @@ def parse_provider_id(value: object) -> VmRef | None:
 
 
 class InstancesApi(Protocol):
-    def get(self, *, project: str, zone: str, instance: str, timeout: float) -> Any: ...
+    def get(self, *, project: str, zone: str, instance: str, timeout: float, retry: None) -> Any: ...
 
 
 class ZoneOperationsApi(Protocol):
-    def list(self, *, request: dict[str, Any], timeout: float) -> Iterable[Any]: ...
+    def list(self, *, request: dict[str, Any], timeout: float, retry: None) -> Iterable[Any]: ...
+
+
+def _call_errors() -> tuple[type[BaseException], ...]:
+    """What a failed call raises: the library's errors, ``requests``' transport errors (REST), the
+    auth library's (no token), and a plain timeout."""
+    from google.api_core.exceptions import GoogleAPICallError, RetryError
+    from google.auth.exceptions import GoogleAuthError
+    from requests.exceptions import RequestException
+
+    return (GoogleAPICallError, RetryError, GoogleAuthError, RequestException, TimeoutError)
 
 
 def _rfc3339(text: str) -> float | None:
@@ -102,8 +122,9 @@ class InstanceReader:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def read(self, provider_id: object) -> Instance | None:
-        from google.api_core.exceptions import GoogleAPICallError, NotFound, RetryError
+        from google.api_core.exceptions import NotFound
 
+        errors = _call_errors()
         ref = parse_provider_id(provider_id)
         if ref is None:
             self._error("bad_provider_id")
@@ -114,12 +135,12 @@ class InstanceReader:
         started = time.monotonic()
         try:
             vm = self.instances.get(
-                project=ref.project, zone=ref.zone, instance=ref.instance, timeout=self.timeout_s
+                project=ref.project, zone=ref.zone, instance=ref.instance, timeout=self.timeout_s, retry=None
             )
         except NotFound:
             self._observed(GET, "not_found", started)
             return Instance(status=GONE, observed=sent)
-        except (GoogleAPICallError, RetryError, TimeoutError) as err:
+        except errors as err:
             self._observed(GET, type(err).__name__, started)
             self._error(type(err).__name__)
             return None
@@ -140,7 +161,7 @@ class InstanceReader:
             }
             started = time.monotonic()
             try:
-                for op in self.operations.list(request=request, timeout=self.timeout_s):
+                for op in self.operations.list(request=request, timeout=self.timeout_s, retry=None):
                     if (
                         getattr(op, "operation_type", "") != HOST_ERROR
                         or getattr(op, "target_id", 0) != vm_id
@@ -149,7 +170,7 @@ class InstanceReader:
                     at = _rfc3339(getattr(op, "insert_time", "") or "")
                     if at is not None and at <= observed and (host_error is None or at > host_error):
                         host_error = at
-            except (GoogleAPICallError, RetryError, TimeoutError) as err:
+            except errors as err:
                 self._observed(LIST, type(err).__name__, started)
                 self._error(f"operations_{type(err).__name__}")
             else:

@@ -11,8 +11,8 @@ Bounded so a slow or failing Compute API never stalls a reconcile or piles up wo
   counted late, lands in the cache when it completes and serves a later reconcile (each call also has
   the reader's own timeout);
 - rate: a node's answer is re-read once it is ``reread_s`` old; a node without a usable answer (none,
-  or read before its current suspicion began, which the core never accepts) is retried at most every
-  ``retry_s``.
+  or read before its current suspicion began, which the core never accepts) or whose last read failed
+  is retried at most every ``retry_s``.
 
 A failed read keeps the previous answer: the core's max age and its read-after-the-suspicion rule bound
 its use, and an error itself never confirms anything. Nodes that stop being suspect leave the cache.
@@ -105,6 +105,16 @@ class _Entry:
     evidence: Instance | None = None
     attempted: float = float("-inf")
     inflight: bool = False
+    failed: bool = False
+    """The last read gave nothing: retry after ``retry_s``, not ``reread_s``."""
+
+
+def _as_of(answer: Instance, now: float) -> Instance:
+    """An answer sent after the snapshot's ``now`` (a read this reconcile started) dated ``now``: the
+    core refuses evidence from its future. Dating it earlier than it was read only makes it look older
+    (still after the suspicion, which began before ``now``) and can only drop a host error from the
+    interval that confirms, never add one."""
+    return answer if answer.observed <= now else replace(answer, observed=now)
 
 
 class Evidence:
@@ -146,7 +156,9 @@ class Evidence:
             if late:
                 self.metrics.late.inc(len(late))
         with self._lock:
-            answers = {name: e.evidence for name, e in self._entries.items() if e.evidence is not None}
+            answers = {
+                name: _as_of(e.evidence, now) for name, e in self._entries.items() if e.evidence is not None
+            }
         joined = tuple(
             replace(n, instance=answers[n.name]) if n.name in suspect and n.name in answers else n
             for n in nodes
@@ -193,7 +205,7 @@ class Evidence:
         )  # fmt: skip
 
     def _due(self, entry: _Entry, node: Node, settings: Settings, now: float) -> bool:
-        wait_s = self.reread_s if self._usable(node, settings, now) else self.retry_s
+        wait_s = self.reread_s if self._usable(node, settings, now) and not entry.failed else self.retry_s
         return now - entry.attempted >= wait_s
 
     def _read_into(self, entry: _Entry, provider_id: str) -> None:
@@ -206,6 +218,7 @@ class Evidence:
         finally:
             with self._lock:
                 entry.inflight = False
+                entry.failed = answer is None
                 self._inflight -= 1
                 if answer is not None:
                     entry.evidence = answer

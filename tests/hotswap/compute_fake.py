@@ -1,0 +1,80 @@
+"""A strict fake of the two google-cloud-compute calls the reader makes (``InstancesClient.get``,
+``ZoneOperationsClient.list``), raising google.api_core's real exception types.
+
+Strict where the real client is: keyword arguments of the real signatures (pinned against the installed
+library by ``test_hotswap_adapter_compute``), a name Compute Engine would refuse is a 400
+(``BadRequest``; names are RFC 1035, https://cloud.google.com/compute/docs/naming-resources), an
+unknown VM a 404 with the API's message, and every call must carry a timeout and ``retry=None`` (the
+library's default retry re-sends for 600 s, see ``tpu_platform.hotswap.adapter.compute``). Faults are
+injectable per call: an exception, or a gate that holds the call until released (a slow API).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from google.api_core import exceptions as gexc
+
+NAME = re.compile(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?")
+PROJECT = re.compile(r"[a-z][-a-z0-9.:]{4,61}[a-z0-9]")
+
+
+@dataclass
+class Vm:
+    status: str
+    id: int = 4242
+
+
+@dataclass
+class Op:
+    operation_type: str
+    target_id: int
+    insert_time: str
+
+
+@dataclass
+class FakeInstances:
+    vms: dict[tuple[str, str, str], Vm] = field(default_factory=dict)
+    fault: BaseException | None = None
+    gate: threading.Event | None = None
+    """While set to an unset Event, each call waits for it (at most its timeout), then answers."""
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def get(self, *, project: str, zone: str, instance: str, timeout: float, retry: None) -> Vm:
+        assert timeout is not None and timeout > 0, "every call carries a timeout"
+        assert retry is None, "the library's default retry would re-send for 600 s"
+        with self._lock:
+            self.calls.append({"project": project, "zone": zone, "instance": instance})
+        if not (PROJECT.fullmatch(project) and NAME.fullmatch(zone) and NAME.fullmatch(instance)):
+            raise gexc.BadRequest(f"Invalid value for field 'resource': '{project}/{zone}/{instance}'")
+        gate = self.gate
+        if gate is not None and not gate.wait(timeout):
+            raise gexc.DeadlineExceeded("Deadline of the request exceeded")
+        if self.fault is not None:
+            raise self.fault
+        vm = self.vms.get((project, zone, instance))
+        if vm is None:
+            raise gexc.NotFound(
+                f"The resource 'projects/{project}/zones/{zone}/instances/{instance}' was not found"
+            )
+        return vm
+
+
+@dataclass
+class FakeOperations:
+    ops: list[Op] = field(default_factory=list)
+    fault: BaseException | None = None
+    requests: list[dict[str, Any]] = field(default_factory=list)
+
+    def list(self, *, request: dict[str, Any], timeout: float, retry: None) -> list[Op]:
+        assert timeout is not None and timeout > 0
+        assert retry is None
+        assert set(request) == {"project", "zone", "filter"}, request
+        self.requests.append(request)
+        if self.fault is not None:
+            raise self.fault
+        return list(self.ops)  # the server's filter is not trusted: the reader re-checks each op
