@@ -8,7 +8,11 @@ Two ValidatingAdmissionPolicies (with their bindings) let only the controller's 
 change or remove its taint and state annotations on nodes and its preemption record on JobSets
 (``tpu_platform.hotswap.admission``). Only when the settings turn on the node Lease signal
 (``leaseStaleSeconds``), a Role and RoleBinding in ``kube-node-lease`` to read the kubelets' Leases:
-access that is not granted unless it is used.
+access that is not granted unless it is used. Likewise only with ``hotswap.computeCorroboration``: a
+Google service account, a custom project role of the two Compute Engine read permissions bound to it,
+the Workload Identity binding that lets the controller's service account act as it, the
+``iam.gke.io/gcp-service-account`` annotation, and a node selector for nodes with the GKE metadata
+server (``tpu_platform.hotswap.iam`` cites each).
 """
 
 from __future__ import annotations
@@ -19,11 +23,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
+import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
 from tpu_platform.config import HotswapConfig
 from tpu_platform.constants import LABEL_APP_NAME, LABEL_PART_OF
-from tpu_platform.hotswap import admission, deploy
+from tpu_platform.hotswap import admission, deploy, iam
 
 from .kube_object import KubeObject
 
@@ -39,6 +44,10 @@ class HotswapControllerArgs:
     image: pulumi.Input[str]
     provider: k8s.Provider
     depends_on: Sequence[pulumi.Resource] = field(default_factory=tuple)
+    project: str = ""
+    """The cluster's project: where the Google service account and its role live (corroboration)."""
+    cluster_name: str = ""
+    """Names the Google service account and role, so two clusters of a project never share them."""
 
 
 def pod_spec(cfg: HotswapConfig, image: Any, config_map: Any) -> dict[str, Any]:
@@ -52,6 +61,7 @@ def pod_spec(cfg: HotswapConfig, image: Any, config_map: Any) -> dict[str, Any]:
     return {
         "serviceAccountName": APP_NAME,
         "automountServiceAccountToken": True,
+        **({"nodeSelector": {iam.METADATA_SERVER_LABEL: "true"}} if cfg.compute_corroboration else {}),
         "securityContext": {
             "runAsNonRoot": True,
             "runAsUser": deploy.RUN_AS_USER,
@@ -145,9 +155,11 @@ class HotswapController(pulumi.ComponentResource):
             opts=k8s_opts,
         )
         in_ns = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[namespace])
-        account = _plain_object(
-            k8s.core.v1.ServiceAccount, f"{name}-sa", metadata={"name": APP_NAME, **meta}, opts=in_ns
-        )
+        sa_meta: dict[str, Any] = {"name": APP_NAME, **meta}
+        if cfg.compute_corroboration:
+            gsa_email = self._google_access(name, args)
+            sa_meta["annotations"] = {iam.GSA_ANNOTATION: gsa_email}
+        account = _plain_object(k8s.core.v1.ServiceAccount, f"{name}-sa", metadata=sa_meta, opts=in_ns)
         cluster_role = _plain_object(
             k8s.rbac.v1.ClusterRole,
             f"{name}-clusterrole",
@@ -284,3 +296,51 @@ class HotswapController(pulumi.ComponentResource):
             )
         self.namespace = namespace.metadata.name
         self.register_outputs({"namespace": self.namespace, "deployment": self.deployment.metadata.name})
+
+    def _google_access(self, name: str, args: HotswapControllerArgs) -> pulumi.Output[str]:
+        """The GSA, its custom role of :data:`iam.COMPUTE_PERMISSIONS` on the project, and the Workload
+        Identity binding for the controller's KSA; returns the GSA's email for the KSA annotation."""
+        if not args.project or not args.cluster_name:
+            raise ValueError(
+                "computeCorroboration needs the cluster's project and name: set HotswapControllerArgs "
+                "project and cluster_name"
+            )
+        cfg = args.config
+        # After the cluster (and with it the project's services, iam.googleapis.com among them).
+        child = pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on))
+        gsa = gcp.serviceaccount.Account(
+            f"{name}-gsa",
+            account_id=iam.account_id(args.cluster_name),
+            display_name=f"hotswap controller of {args.cluster_name}",
+            description="Reads the Compute Engine VMs behind suspect nodes (compute.instances.get, "
+            "compute.zoneOperations.list) through Workload Identity",
+            project=args.project,
+            opts=child,
+        )
+        role = gcp.projects.IAMCustomRole(
+            f"{name}-compute-role",
+            role_id=iam.role_id(args.cluster_name),
+            title=f"hotswap Compute Engine reader ({args.cluster_name})",
+            description="Only the reads of Compute Engine corroboration: the VM's status and its "
+            "host-error operations",
+            permissions=list(iam.COMPUTE_PERMISSIONS),
+            project=args.project,
+            opts=child,
+        )
+        self.google_service_account = gsa
+        self.compute_role = role
+        gcp.projects.IAMMember(
+            f"{name}-compute-reader",
+            project=args.project,
+            role=role.name,
+            member=gsa.email.apply(lambda email: f"serviceAccount:{email}"),
+            opts=child,
+        )
+        gcp.serviceaccount.IAMMember(
+            f"{name}-workload-identity",
+            service_account_id=gsa.name,
+            role=iam.WORKLOAD_IDENTITY_USER,
+            member=iam.workload_identity_member(args.project, cfg.namespace, APP_NAME),
+            opts=child,
+        )
+        return gsa.email

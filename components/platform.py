@@ -190,6 +190,13 @@ class TpuPlatform(pulumi.ComponentResource):
             ).ref
         return HotswapController(
             f"{name}-hotswap",
-            HotswapControllerArgs(config=cfg.hotswap, image=image, provider=provider, depends_on=ready),
+            HotswapControllerArgs(
+                config=cfg.hotswap,
+                image=image,
+                provider=provider,
+                depends_on=ready,
+                project=cfg.project,
+                cluster_name=cfg.cluster.name,
+            ),
             opts=child,
         )

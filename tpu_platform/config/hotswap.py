@@ -4,6 +4,12 @@ Decision thresholds go under ``settings`` in camelCase and are validated by the 
 own settings loader, so a typo fails ``pulumi up`` instead of crash-looping the controller.
 ``settings.optOutNamespaces`` is the per-team grant to refuse preemption (``preemptible: "false"``):
 only namespaces of the stack's teams are accepted.
+
+``computeCorroboration`` turns on the controller's Compute Engine corroboration of suspect nodes and
+creates what its reads need (a Google service account with a custom role of ``compute.instances.get``
+and ``compute.zoneOperations.list``, bound to the controller's Kubernetes service account through
+Workload Identity); it is the only way to turn the setting on, so the permission and its use come
+together. ``settings.instanceEvidenceMaxAgeSeconds`` tunes it.
 """
 
 from __future__ import annotations
@@ -76,17 +82,29 @@ class HotswapConfig(StackModel):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     pod_monitoring: bool = Field(True, description="Create a PodMonitoring for Managed Prometheus.")
     resources: ControllerResources = ControllerResources()
+    compute_corroboration: bool = Field(
+        False,
+        description="Confirm suspect nodes with Compute Engine before an early force-delete; creates the "
+        "Google service account, its read-only custom role and the Workload Identity binding.",
+    )
     settings: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("settings")
     @classmethod
     def _setting_keys(cls, value: dict[str, Any]) -> dict[str, Any]:
-        """Thresholds only: process options have their own keys (the loader's ``runtime`` section)."""
+        """Thresholds only: process options have their own keys (the loader's ``runtime`` section),
+        and corroboration its own switch (it needs IAM the stack creates)."""
         for key in value:
             if key == "runtime":
                 raise ValueError(
                     "settings.runtime is the controller's process section, rendered from hotswap.dryRun "
                     "and hotswap.logLevel; remove it and set those keys instead"
+                )
+            if key == "computeCorroboration":
+                raise ValueError(
+                    "settings.computeCorroboration is set by hotswap.computeCorroboration, which also "
+                    "creates the Google service account and IAM the Compute Engine reads need; remove it "
+                    "and set hotswap.computeCorroboration: true instead"
                 )
         return value
 
@@ -96,8 +114,12 @@ class HotswapConfig(StackModel):
         return check_dns_label(value, "namespace")
 
     def controller_settings(self) -> dict[str, Any]:
-        """``settings`` with the controller's own snake_case keys."""
-        return {to_snake(key): value for key, value in self.settings.items()}
+        """``settings`` with the controller's own snake_case keys (and ``compute_corroboration`` when
+        the stack opts in)."""
+        out = {to_snake(key): value for key, value in self.settings.items()}
+        if self.compute_corroboration:
+            out["compute_corroboration"] = True
+        return out
 
     def runtime(self) -> dict[str, Any]:
         """Process options the stack controls (the rest keep the controller's defaults)."""

@@ -90,6 +90,11 @@ class PlatformMocks(pulumi.runtime.Mocks):
         elif args.typ == "gcp:serviceaccount/account:Account":
             project = state.get("project", "project")
             state["email"] = f"{state.get('accountId')}@{project}.iam.gserviceaccount.com"
+            # pulumi-gcp: "The fully-qualified name of the service account", projects/P/serviceAccounts/EMAIL
+            state["name"] = f"projects/{project}/serviceAccounts/{state['email']}"
+        elif args.typ == "gcp:projects/iAMCustomRole:IAMCustomRole":
+            # pulumi-gcp: "The name of the role in the format projects/{{project}}/roles/{{role_id}}"
+            state["name"] = f"projects/{state.get('project', 'project')}/roles/{state.get('roleId')}"
         elif (
             args.typ == "kubernetes:core/v1:Secret"
             and state.get("type") == "kubernetes.io/service-account-token"

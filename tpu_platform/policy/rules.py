@@ -24,6 +24,7 @@ from ..constants import (
     TPU_RESOURCE,
 )
 from ..queueplan import Claims
+from .identity import check_workload_identity
 from .pools import NODE_POOL, TPU_MACHINE_RE, is_tpu_pool, pool_name, tpu_chips_per_node
 from .resources import Resource, Stack, Violation, as_list, dig, is_unknown, urn_types
 
@@ -601,6 +602,20 @@ RULES: tuple[Rule, ...] = (
         "No RoleBinding or ClusterRoleBinding to cluster-admin, and no role granting every verb on "
         "every resource.",
         resource_check=check_cluster_admin,
+    ),
+    Rule(
+        "workload-identity-complete",
+        "A ServiceAccount annotated iam.gke.io/gcp-service-account has its workloadIdentityUser "
+        "binding, the cluster a workload pool and some node pool the GKE metadata server; the hotswap "
+        "controller with compute_corroboration on has such an account.",
+        stack_check=check_workload_identity,
+        config_properties={
+            "controllerName": {
+                "type": "string",
+                "default": DEFAULT_CONTROLLER_NAME,
+                "description": "Value of the app.kubernetes.io/name label that marks the controller.",
+            },
+        },
     ),
     Rule(
         "no-rbac-secrets",

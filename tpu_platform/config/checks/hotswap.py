@@ -59,6 +59,12 @@ def check_hotswap(cfg: PlatformConfig) -> Problems:
         )
         return problems
     _check_floors(document, problems)
+    if "instanceEvidenceMaxAgeSeconds" in hot.settings and not hot.compute_corroboration:
+        problems.add(
+            ("hotswap", "settings", "instanceEvidenceMaxAgeSeconds"),
+            "has no effect without Compute Engine corroboration; set hotswap.computeCorroboration: true "
+            "or remove it",
+        )
     return problems
 
 
@@ -81,6 +87,12 @@ FLOORS: tuple[tuple[str, float, str], ...] = (
     ("dead_node_confirm_seconds", 10, "force deletion is only safe once the kubelet has surely gone silent"),
     ("preemption_pending_seconds", 5, "kube-scheduler must get the first try, or both preempt for one pod"),
     ("preemption_settle_seconds", 30, "a victim's pods need time to terminate before the next preemption"),
+    (
+        "instance_evidence_max_age_seconds",
+        10,
+        "the controller re-reads a suspect node's VM every 5 s (runtime compute_reread_seconds); a "
+        "shorter age would drop every answer before the next read lands",
+    ),
 )
 # leaseStaleSeconds has its floor in the controller's own loader (0 or at least 20 s).
 
