@@ -189,3 +189,60 @@ def test_fuzz_anything_appended_or_prepended_is_refused(project: str, zone: str,
     for hostile in (value + "/" + junk, junk + value, f"gce://{project}/{zone}/{vm}{junk}\x00"):
         got = parse_provider_id(hostile)
         assert got is None or f"gce://{got.project}/{got.zone}/{got.instance}" == hostile
+
+
+def test_a_standby_reads_nothing(cluster: Cluster) -> None:
+    """Only the leader's decision is applied, so only the leader spends Compute Engine reads."""
+    from tests.hotswap.double_world import elector
+
+    c = cluster.controller
+    c.leader = elector(kube(cluster.d, "hotswap-1"), "hotswap-1")
+    assert not c.is_leader()
+    cluster.fail("a-1", BEFORE_TIMER)
+    cluster.reconcile()
+    assert cluster.instances.calls == []
+    assert cluster.pod("high-1") is not None and not cluster.terminating("high-1"), "a standby writes nothing"
+
+
+# --- the Google client --------------------------------------------------------------------------
+def test_without_credentials_the_controller_runs_the_conservative_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``google.auth.default`` finding nothing: no evidence cache, an error logged, no crash (and no
+    network: the metadata-server probe is what this stands in for)."""
+    import google.auth
+    from google.auth.exceptions import DefaultCredentialsError
+
+    from tpu_platform.hotswap.adapter.evidence import google_evidence
+
+    def no_credentials(*args: object, **kwargs: object) -> object:
+        raise DefaultCredentialsError("Your default credentials were not found")
+
+    monkeypatch.setattr(google.auth, "default", no_credentials)
+    metrics = Metrics()
+    assert (
+        google_evidence(metrics.registry, time.time, max_concurrent=2, deadline_s=1.0, reread_s=5.0) is None
+    )
+    assert metrics.value("hotswap_compute_reader_up") == 0
+
+
+def test_with_credentials_the_reader_is_built_over_the_real_clients(monkeypatch: pytest.MonkeyPatch) -> None:
+    import google.auth
+    from google.auth.credentials import AnonymousCredentials
+
+    from tpu_platform.hotswap.adapter.evidence import google_evidence
+
+    monkeypatch.setattr(google.auth, "default", lambda *a, **k: (AnonymousCredentials(), PROJECT))
+    metrics = Metrics()
+    ev = google_evidence(metrics.registry, time.time, max_concurrent=2, deadline_s=1.0, reread_s=5.0)
+    try:
+        assert ev is not None and ev.max_concurrent == 2
+        assert metrics.value("hotswap_compute_reader_up") == 1
+        reader = ev.read.__self__  # type: ignore[attr-defined]
+        from google.cloud import compute_v1
+
+        assert isinstance(reader.instances, compute_v1.InstancesClient)
+        assert isinstance(reader.operations, compute_v1.ZoneOperationsClient)
+    finally:
+        if ev is not None:
+            ev.close()

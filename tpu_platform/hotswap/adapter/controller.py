@@ -166,7 +166,7 @@ class Controller:
             if self.leases is None
             else with_leases(records, self.lease_observations.observe(self.leases.values(), now))
         )
-        if self.evidence is not None:
+        if self.evidence is not None and self.is_leader():  # a standby's decision is never applied
             nodes = self.evidence.join(nodes, self.config.settings, now)
         return Snapshot(
             now=now,

@@ -152,7 +152,7 @@ class Settings:
         default=30.0,
         metadata=_doc(
             """Compute Engine evidence older than this is ignored. The adapter re-reads a suspect
-            node's VM every reconcile (at most reconcile_interval_seconds apart, 2 s by default); 30 s
+            node's VM every 5 s (runtime compute_reread_seconds; after a failed read every 2 s); 30 s
             tolerates a few failed reads in a row without acting on a stale view.""",
             "duration",
         ),
