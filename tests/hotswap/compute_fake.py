@@ -7,6 +7,7 @@ library by ``test_hotswap_adapter_compute``), a name Compute Engine would refuse
 unknown VM a 404 with the API's message, and every call must carry a timeout and ``retry=None`` (the
 library's default retry re-sends for 600 s, see ``tpu_platform.hotswap.adapter.compute``). Faults are
 injectable per call: an exception, or a gate that holds the call until released (a slow API).
+Answers are the library's own message types (``compute_v1.Instance``, ``compute_v1.Operation``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from google.api_core import exceptions as gexc
+from google.cloud import compute_v1
 
 NAME = re.compile(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?")
 PROJECT = re.compile(r"[a-z][-a-z0-9.:]{4,61}[a-z0-9]")
@@ -44,7 +46,9 @@ class FakeInstances:
     calls: list[dict[str, Any]] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def get(self, *, project: str, zone: str, instance: str, timeout: float, retry: None) -> Vm:
+    def get(
+        self, *, project: str, zone: str, instance: str, timeout: float, retry: None
+    ) -> compute_v1.Instance:
         assert timeout is not None and timeout > 0, "every call carries a timeout"
         assert retry is None, "the library's default retry would re-send for 600 s"
         with self._lock:
@@ -61,7 +65,7 @@ class FakeInstances:
             raise gexc.NotFound(
                 f"The resource 'projects/{project}/zones/{zone}/instances/{instance}' was not found"
             )
-        return vm
+        return compute_v1.Instance(name=instance, status=vm.status, id=vm.id)
 
 
 @dataclass
@@ -70,11 +74,17 @@ class FakeOperations:
     fault: BaseException | None = None
     requests: list[dict[str, Any]] = field(default_factory=list)
 
-    def list(self, *, request: dict[str, Any], timeout: float, retry: None) -> list[Op]:
+    def list(self, *, request: dict[str, Any], timeout: float, retry: None) -> list[compute_v1.Operation]:
         assert timeout is not None and timeout > 0
         assert retry is None
         assert set(request) == {"project", "zone", "filter"}, request
         self.requests.append(request)
         if self.fault is not None:
             raise self.fault
-        return list(self.ops)  # the server's filter is not trusted: the reader re-checks each op
+        # The server's filter is not applied: the reader re-checks each operation.
+        return [
+            compute_v1.Operation(
+                operation_type=o.operation_type, target_id=o.target_id, insert_time=o.insert_time
+            )
+            for o in self.ops
+        ]

@@ -10,12 +10,14 @@ from dataclasses import replace
 
 import pytest
 from google.api_core import exceptions as gexc
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
 from tests.hotswap.compute_fake import FakeInstances, FakeOperations, Vm
 from tpu_platform.hotswap.adapter.compute import InstanceReader
 from tpu_platform.hotswap.adapter.evidence import ComputeMetrics, Evidence
-from tpu_platform.hotswap.core import Instance, Settings
+from tpu_platform.hotswap.core import GONE, NOT_RUNNING, Instance, Settings, confirmed_down
 from tpu_platform.hotswap.core.model import Node
 from tpu_platform.testing.hotswap_builders import fail_node, make_nodes, make_pool
 
@@ -224,3 +226,47 @@ def _eventually(check: object, tries: int = 400) -> bool:
             return True
         time.sleep(0.01)
     return False
+
+
+_STEP = st.tuples(
+    st.floats(0.0, 12.0, allow_nan=False),
+    st.sampled_from(["RUNNING", "TERMINATED", "STOPPING", "REPAIRING", "503", "403", "gone"]),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_STEP, min_size=1, max_size=25))
+def test_fuzz_a_confirmation_always_rests_on_a_fresh_not_running_answer(
+    steps: list[tuple[float, str]],
+) -> None:
+    """Whatever the API does between reconciles, a node counts as confirmed down only if the answer
+    joined in is a not-running one the fake really gave, sent after the suspicion and young enough."""
+    w = World()
+    try:
+        w.fail("p-n1", ago=1.0)
+        since = w.clock.t - 1.0
+        given_answers: list[tuple[float, str]] = []
+        for dt, what in steps:
+            w.clock.t += dt
+            w.instances.fault = None
+            if what == "503":
+                w.instances.fault = gexc.ServiceUnavailable("503")
+            elif what == "403":
+                w.instances.fault = gexc.Forbidden("403")
+            elif what == "gone":
+                w.instances.vms.pop((PROJECT, ZONE, "p-n1"), None)
+            else:
+                w.vm("p-n1", what)
+            before = len(w.instances.calls)
+            node = w.join()["p-n1"]
+            if len(w.instances.calls) > before and w.instances.fault is None:
+                vm = w.instances.vms.get((PROJECT, ZONE, "p-n1"))
+                given_answers.append((w.clock.t, vm.status if vm else GONE))
+            if confirmed_down(node, ON, w.clock.t) is not None:
+                ev = node.instance
+                assert ev is not None and ev.status in NOT_RUNNING
+                assert (ev.observed, ev.status) in given_answers, "an answer the API really gave"
+                assert since <= ev.observed <= w.clock.t
+                assert w.clock.t - ev.observed <= ON.instance_evidence_max_age_seconds
+    finally:
+        w.evidence.close()
