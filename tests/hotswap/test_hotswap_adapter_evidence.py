@@ -41,7 +41,7 @@ class Clock:
 class World:
     """Pool ``p`` of four nodes, each with a VM of its name; ``fail`` makes one NotReady."""
 
-    def __init__(self, *, max_concurrent: int = 4, deadline_s: float = 5.0) -> None:
+    def __init__(self, *, max_concurrent: int = 4, deadline_s: float = 5.0, per_minute: int = 120) -> None:
         self.clock = Clock(T0)
         self.nodes = {
             n.name: replace(n, provider_id=pid(n.name)) for n in make_nodes(make_pool("p"), ready_since=0)
@@ -57,6 +57,7 @@ class World:
             deadline_s=deadline_s,
             reread_s=5.0,
             retry_s=2.0,
+            max_reads_per_minute=per_minute,
         )
 
     def fail(self, name: str, ago: float = 5.0) -> None:
@@ -178,6 +179,23 @@ def test_concurrency_and_deadline_bound_a_slow_api() -> None:
             "the two late answers serve the next reconcile, which also reads the third node"
         )
         assert len(w.instances.calls) == 3
+    finally:
+        w.evidence.close()
+
+
+def test_reads_per_minute_are_bounded_and_unanswered_nodes_go_first() -> None:
+    """A mass event must not spend the project's Compute Engine quota (shared with GKE itself)."""
+    w = World(per_minute=3)
+    try:
+        for name in ("p-n0", "p-n1", "p-n2", "p-n3"):
+            w.fail(name)
+        w.join()
+        assert len(w.instances.calls) == 3
+        assert w.value("hotswap_compute_skipped_reads_total", reason="rate") == 1
+        w.join(dt=10.0)
+        assert len(w.instances.calls) == 3, "the budget refills only after 60 s"
+        w.join(dt=50.0)
+        assert w.instances.calls[3]["instance"] == "p-n3", "the node never answered goes first"
     finally:
         w.evidence.close()
 

@@ -221,7 +221,15 @@ def test_without_credentials_the_controller_runs_the_conservative_path(
     monkeypatch.setattr(google.auth, "default", no_credentials)
     metrics = Metrics()
     assert (
-        google_evidence(metrics.registry, time.time, max_concurrent=2, deadline_s=1.0, reread_s=5.0) is None
+        google_evidence(
+            metrics.registry,
+            time.time,
+            max_concurrent=2,
+            deadline_s=1.0,
+            reread_s=5.0,
+            max_reads_per_minute=60,
+        )
+        is None
     )
     assert metrics.value("hotswap_compute_reader_up") == 0
 
@@ -234,7 +242,9 @@ def test_with_credentials_the_reader_is_built_over_the_real_clients(monkeypatch:
 
     monkeypatch.setattr(google.auth, "default", lambda *a, **k: (AnonymousCredentials(), PROJECT))
     metrics = Metrics()
-    ev = google_evidence(metrics.registry, time.time, max_concurrent=2, deadline_s=1.0, reread_s=5.0)
+    ev = google_evidence(
+        metrics.registry, time.time, max_concurrent=2, deadline_s=1.0, reread_s=5.0, max_reads_per_minute=60
+    )
     try:
         assert ev is not None and ev.max_concurrent == 2
         assert metrics.value("hotswap_compute_reader_up") == 1

@@ -81,6 +81,14 @@ class RuntimeConfig:
         default=4,
         metadata={"doc": "Compute Engine reads in flight at once (threads of the reader pool), >= 1."},
     )
+    compute_max_reads_per_minute: int = field(
+        default=120,
+        metadata={
+            "doc": "VM reads started per 60 s, >= 1 (each one instances.get and one zoneOperations.list): "
+            "under a tenth of Compute Engine's default per-project read and list rate quotas (1,500 per "
+            "minute each, https://cloud.google.com/compute/api-quota), which the project shares."
+        },
+    )
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -107,11 +115,9 @@ class RuntimeConfig:
                 "runtime.renew_deadline_seconds",
                 "need retry_period_seconds < renew_deadline_seconds < lease_duration_seconds",
             )
-        if self.compute_max_concurrent_reads < 1:
-            raise SettingsError(
-                "runtime.compute_max_concurrent_reads",
-                f"must be >= 1, got {self.compute_max_concurrent_reads}",
-            )
+        for name in ("compute_max_concurrent_reads", "compute_max_reads_per_minute"):
+            if getattr(self, name) < 1:
+                raise SettingsError(f"runtime.{name}", f"must be >= 1, got {getattr(self, name)}")
         for port in ("metrics_port", "health_port"):
             if not 0 <= getattr(self, port) <= 65535:
                 raise SettingsError(f"runtime.{port}", f"not a port: {getattr(self, port)}")

@@ -12,7 +12,13 @@ Bounded so a slow or failing Compute API never stalls a reconcile or piles up wo
   the reader's own timeout);
 - rate: a node's answer is re-read once it is ``reread_s`` old; a node without a usable answer (none,
   or read before its current suspicion began, which the core never accepts) or whose last read failed
-  is retried at most every ``retry_s``.
+  is retried at most every ``retry_s``; and at most ``max_reads_per_minute`` VM reads start in any 60 s
+  (each is one ``instances.get`` and one ``zoneOperations.list``). Compute Engine's rate quotas are per
+  project and per minute, shared with everything else in the project (GKE's own components included),
+  and exceeding one answers 403 ``rateLimitExceeded`` (https://cloud.google.com/compute/api-quota); the
+  default of 120 is under a tenth of the documented default read and list quotas (1,500 per minute per
+  project each). A suspect beyond the budget waits (counted as skipped, ``rate``), nodes without a
+  usable answer first.
 
 A failed read keeps the previous answer: the core's max age and its read-after-the-suspicion rule bound
 its use, and an error itself never confirms anything. Nodes that stop being suspect leave the cache.
@@ -23,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
@@ -72,7 +79,8 @@ class ComputeMetrics:
         )
         self.skipped = Counter(
             "hotswap_compute_skipped_reads",
-            "Suspect nodes not read: no_provider_id (none, or refused), busy (concurrency bound).",
+            "Suspect nodes not read: no_provider_id (none, or refused), busy (concurrency bound), rate "
+            "(reads per minute).",
             ["reason"],
             registry=r,
         )
@@ -129,15 +137,22 @@ class Evidence:
         deadline_s: float = 1.0,
         reread_s: float = 5.0,
         retry_s: float = 2.0,
+        max_reads_per_minute: int = 120,
     ) -> None:
-        if max_concurrent < 1:
-            raise ValueError(f"max_concurrent must be >= 1, got {max_concurrent}")
+        if max_concurrent < 1 or max_reads_per_minute < 1:
+            raise ValueError(
+                f"max_concurrent and max_reads_per_minute must be >= 1, got {max_concurrent}, "
+                f"{max_reads_per_minute}"
+            )
         self.read = read
         self.metrics = metrics
         self.max_concurrent = max_concurrent
         self.deadline_s = deadline_s
         self.reread_s = reread_s
         self.retry_s = retry_s
+        self.max_reads_per_minute = max_reads_per_minute
+        self._started: deque[float] = deque()
+        """Start times of the reads of the last 60 s (the snapshot clock)."""
         self._pool = ThreadPoolExecutor(max_workers=max_concurrent, thread_name_prefix="compute")
         self._lock = threading.Lock()
         self._entries: dict[str, _Entry] = {}
@@ -190,6 +205,12 @@ class Evidence:
                 if self._inflight >= self.max_concurrent:
                     self.metrics.skipped.labels(reason="busy").inc()
                     continue
+                while self._started and now - self._started[0] >= 60.0:
+                    self._started.popleft()
+                if len(self._started) >= self.max_reads_per_minute:
+                    self.metrics.skipped.labels(reason="rate").inc()
+                    continue
+                self._started.append(now)
                 entry.attempted = now
                 entry.inflight = True
                 self._inflight += 1
@@ -261,6 +282,7 @@ def google_evidence(
     max_concurrent: int,
     deadline_s: float,
     reread_s: float,
+    max_reads_per_minute: int,
 ) -> Evidence | None:
     """The evidence cache over Google's client library (Workload Identity credentials in the cluster);
     None, logged, when the client cannot be created (no credentials): the controller then runs the
@@ -287,5 +309,10 @@ def google_evidence(
         return None
     metrics.reader_up.set(1)
     return Evidence(
-        reader.read, metrics, max_concurrent=max_concurrent, deadline_s=deadline_s, reread_s=reread_s
+        reader.read,
+        metrics,
+        max_concurrent=max_concurrent,
+        deadline_s=deadline_s,
+        reread_s=reread_s,
+        max_reads_per_minute=max_reads_per_minute,
     )
