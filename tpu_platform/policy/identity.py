@@ -15,6 +15,8 @@ from typing import Any
 
 import yaml
 
+from ..constants import LABEL_APP_NAME
+from ..hotswap.iam import GSA_ANNOTATION, WORKLOAD_IDENTITY_USER
 from .resources import Resource, Stack, Violation, as_list, is_unknown
 
 KSA = "kubernetes:core/v1:ServiceAccount"
@@ -22,9 +24,6 @@ CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 CLUSTER = "gcp:container/cluster:Cluster"
 NODE_POOL = "gcp:container/nodePool:NodePool"
 SA_MEMBERS = ("gcp:serviceaccount/iAMMember:IAMMember", "gcp:serviceaccount/iAMBinding:IAMBinding")
-GSA_ANNOTATION = "iam.gke.io/gcp-service-account"
-WORKLOAD_IDENTITY_USER = "roles/iam.workloadIdentityUser"
-LABEL_APP_NAME = "app.kubernetes.io/name"
 _MEMBER = re.compile(r"^serviceAccount:[^\[\]]+\.svc\.id\.goog\[([^/\]]+)/([^\]]+)\]$")
 
 
