@@ -228,6 +228,17 @@ def test_confirmations_and_vetoes_are_counted_once_per_suspicion(world: World) -
     assert world.value("hotswap_compute_vetoes_total") == 1
 
 
+def test_an_answer_is_about_one_vm(world: World) -> None:
+    """A node whose providerID changes (a VM of the same node name) never gets the old VM's answer."""
+    world.fail("p-n1")
+    world.vm("p-n1", "TERMINATED")
+    world.join()
+    world.nodes["p-n1"] = replace(world.nodes["p-n1"], provider_id=pid("p-n1-new"))
+    world.instances.fault = gexc.ServiceUnavailable("503")
+    assert world.join(dt=1.0)["p-n1"].instance is None
+    assert world.instances.calls[-1]["instance"] == "p-n1-new", "the new VM is read at once"
+
+
 def test_nodes_no_longer_suspect_leave_the_cache(world: World) -> None:
     world.fail("p-n1")
     world.join()

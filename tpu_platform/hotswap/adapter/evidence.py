@@ -110,6 +110,8 @@ class ComputeMetrics:
 
 @dataclass(slots=True)
 class _Entry:
+    provider_id: str = ""
+    """The VM the answer is about: a node whose providerID changes starts over."""
     evidence: Instance | None = None
     attempted: float = float("-inf")
     inflight: bool = False
@@ -172,10 +174,14 @@ class Evidence:
                 self.metrics.late.inc(len(late))
         with self._lock:
             answers = {
-                name: _as_of(e.evidence, now) for name, e in self._entries.items() if e.evidence is not None
+                (name, e.provider_id): _as_of(e.evidence, now)
+                for name, e in self._entries.items()
+                if e.evidence is not None
             }
         joined = tuple(
-            replace(n, instance=answers[n.name]) if n.name in suspect and n.name in answers else n
+            replace(n, instance=answers[(n.name, n.provider_id)])
+            if n.name in suspect and (n.name, n.provider_id) in answers
+            else n
             for n in nodes
         )
         self._count(joined, suspect, settings, now)
@@ -199,7 +205,9 @@ class Evidence:
                 if not node.provider_id:
                     self.metrics.skipped.labels(reason="no_provider_id").inc()
                     continue
-                entry = self._entries.setdefault(node.name, _Entry())
+                entry = self._entries.get(node.name)
+                if entry is None or entry.provider_id != node.provider_id:
+                    entry = self._entries[node.name] = _Entry(provider_id=node.provider_id)
                 if entry.inflight or not self._due(entry, node, settings, now):
                     continue
                 if self._inflight >= self.max_concurrent:
@@ -221,8 +229,8 @@ class Evidence:
         entry = self._entries.get(node.name)
         since = suspect_since(node, settings, now)
         return (
-            entry is not None and entry.evidence is not None and since is not None
-            and entry.evidence.observed >= since
+            entry is not None and entry.provider_id == node.provider_id and entry.evidence is not None
+            and since is not None and entry.evidence.observed >= since
         )  # fmt: skip
 
     def _due(self, entry: _Entry, node: Node, settings: Settings, now: float) -> bool:
