@@ -50,6 +50,7 @@ from tpu_platform.sim.failures import (
     MAINTENANCE,
     MASS_EVENT,
     SPOT_PREEMPTION,
+    WORKLOAD_CRASH,
     rate,
 )
 from tpu_platform.sim.infra import Failure, mass_trace, pool_trace, random_trace
@@ -160,7 +161,7 @@ class KindRun:
 
 def _trace(kind: str, cfg: PlatformConfig, args: argparse.Namespace, seed: int, end: float) -> list[Failure]:
     pools = pools_from_stack(cfg)
-    if kind in (HOST_DEATH, CHIP_ERROR, KUBELET_RESTART):
+    if kind in (HOST_DEATH, CHIP_ERROR, KUBELET_RESTART, WORKLOAD_CRASH):
         return random_trace(
             pools,
             seed=seed,
@@ -251,7 +252,7 @@ def _row(label: str, values: Sequence[object], width: int = 16) -> None:
 def _details(k: KindRun) -> None:
     res = k.results
     t = k.scenario.timings
-    unit = "VM-days" if k.kind in (HOST_DEATH, CHIP_ERROR, MAINTENANCE) else "days"
+    unit = "VM-days" if k.kind in (HOST_DEATH, CHIP_ERROR, MAINTENANCE, WORKLOAD_CRASH) else "days"
     public = rate(k.kind)
     print(
         f"\n== {k.kind} on {k.stack}: {len(k.scenario.pools)} slices, {k.days:g} days, "

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tpu_platform.hotswap.core import Node, Pod
-from tpu_platform.hotswap.core.model import FAILED, PENDING, RUNNING, SUCCEEDED
+from tpu_platform.hotswap.core.model import FAILED, PENDING, RUNNING, SUCCEEDED, Termination
 
 BLOCKING = "BlockingRecreate"
 RECREATE = "Recreate"
@@ -143,6 +143,8 @@ class SimPod:
     job_deleted: bool = False
     """Its Job was deleted by a JobSet restart (Foreground): a Job of that name waits for it to go."""
     unschedulable_since: float | None = None
+    termination: Termination | None = None
+    """How its trainer container ended, when it failed with an error (the kubelet's report)."""
     core: Pod | None = None
     """Cached ``tpu_platform.hotswap.core.Pod``; cleared on every change."""
 

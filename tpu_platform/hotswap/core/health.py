@@ -45,6 +45,9 @@ class Problem:
     reason: str
     since: float | None
     """When the problem started, if the cluster says; None if only the controller can tell."""
+    confirmed: bool = False
+    """Already confirmed by its own rule (workload reports: repetition or a second source), so the
+    pool is declared without waiting out T_bad, which exists to let one transient signal clear."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,6 +356,7 @@ def assess_pool(
     if len(nodes) < pool.expected_nodes:
         problems.append(Problem("", f"slice incomplete: {len(nodes)}/{pool.expected_nodes} nodes", None))
         untimed = True
+    confirmed = any(p.confirmed for p in pool_problems)
     for p in pool_problems:
         problems.append(p)
         if p.since is not None:
@@ -374,7 +378,7 @@ def assess_pool(
             return status, _patches(nodes, False, {**desired, **extra}, "pool healthy"), memo
         suspect = (st.suspect_since if st.suspect_since is not None else now) if untimed else None
         bad_since = min([*timed, *([suspect] if suspect is not None else [])])
-        if now - bad_since < settings.unhealthy_after_seconds:
+        if now - bad_since < settings.unhealthy_after_seconds and not confirmed:
             status = PoolStatus(
                 pool.name, PoolState.SUSPECT, tuple(problems), bad_since=bad_since, history=st.history
             )

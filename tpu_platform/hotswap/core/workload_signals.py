@@ -159,10 +159,11 @@ class PoolSignals:
         return self.reports[0].at if self.reports else None
 
     def problem(self) -> Problem | None:
-        """The pool-level problem of confirmed reports (T_bad counts from the first report)."""
+        """The pool-level problem of confirmed reports, dated by the first report. Confirmed already,
+        it does not wait out T_bad: the trainers have exited, there is no blip to let pass."""
         if not self.confirmed:
             return None
-        return Problem("", f"TPU error reported by workloads ({self.why})", self.since)
+        return Problem("", f"TPU error reported by workloads ({self.why})", self.since, confirmed=True)
 
 
 def assess_pool_signals(
