@@ -250,3 +250,17 @@ def test_decisions_are_idempotent_and_one_tenant_never_decides_alone_for_another
         assert not status.declared, "team-a's reports alone took a pool running team-b's work"
     for n in after.nodes:
         assert len(parse_reports(n.annotations.get(k.TPU_ERRORS_ANNOTATION))) <= MAX_REPORTS
+
+
+def test_metrics_count_declarations_by_chip_signal_and_suspect_pools() -> None:
+    from tpu_platform.hotswap.adapter.metrics import Metrics
+
+    m = Metrics()
+    pods = a_pods()
+    m.chip_signals(decide(snapshot(T0 + 1, (crashed(pods[0], T0), *pods[1:])), S))
+    assert m.value("hotswap_suspect_pools") == 1.0
+    broken = (replace(NODES[0], tpu_capacity=4, tpu_allocatable=0), *NODES[1:])
+    d = decide(snapshot(T0 + 1, (crashed(pods[1], T0), *pods[2:]), broken), S)
+    m.chip_signals(d)
+    assert m.value("hotswap_suspect_pools") == 0.0
+    assert m.value("hotswap_chip_signal_detections_total", {"signal": "workload_reports"}) == 1.0

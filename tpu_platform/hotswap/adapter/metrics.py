@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from tpu_platform.hotswap.core.health import WITHDRAWN_REASON
+from tpu_platform.hotswap.core.reconcile import Decision
+from tpu_platform.hotswap.core.workload_signals import REPORTED_REASON
+
 PREFIX = "hotswap"
 
 
@@ -48,6 +52,18 @@ class Metrics:
         )
         self.unhealthy_pools = Gauge(
             f"{PREFIX}_unhealthy_pools", "Pools currently declared unhealthy.", registry=r
+        )
+        self.chip_signal_detections = Counter(
+            f"{PREFIX}_chip_signal_detections",
+            "Pools declared unhealthy with a chip/ICI signal among their problems "
+            "(signal: workload_reports or chips_withdrawn).",
+            ["signal"],
+            registry=r,
+        )
+        self.suspect_pools = Gauge(
+            f"{PREFIX}_suspect_pools",
+            "Pools with workload TPU-error reports that are not confirmed (nothing done for them).",
+            registry=r,
         )
         self.is_leader = Gauge(f"{PREFIX}_is_leader", "1 if this replica holds the lease.", registry=r)
         self.caches_synced = Gauge(f"{PREFIX}_caches_synced", "1 once every cache has listed.", registry=r)
@@ -127,6 +143,18 @@ class Metrics:
         # hotswap_rejected_inputs_total{kind,reason} is registered by adapter/rejections.py
 
     # --- observers (RequestObserver, CacheObserver) ------------------------------------------------
+    def chip_signals(self, decision: Decision) -> None:
+        """Count declarations caused by chip/ICI signals and the pools still only suspect."""
+        self.suspect_pools.set(len(decision.suspects))
+        for pool in decision.pools:
+            if not pool.declared_now:
+                continue
+            reasons = [p.reason for p in pool.problems]
+            if any(r.startswith(REPORTED_REASON) for r in reasons):
+                self.chip_signal_detections.labels(signal="workload_reports").inc()
+            if any(r.startswith(WITHDRAWN_REASON) for r in reasons):
+                self.chip_signal_detections.labels(signal="chips_withdrawn").inc()
+
     def api_request(self, verb: str, resource: str, code: int, seconds: float) -> None:
         self.api_requests.labels(verb=verb, resource=resource, code=str(code)).inc()
         self.api_latency.labels(verb=verb).observe(seconds)

@@ -26,6 +26,8 @@ from tpu_platform.hotswap.core.timeutil import format_time, format_time_list, pa
 OWN_TAINT = Taint(key=k.UNHEALTHY_TAINT_KEY, effect=k.UNHEALTHY_TAINT_EFFECT, value=k.UNHEALTHY_TAINT_VALUE)
 MAX_HISTORY = 10
 MAX_REASON_CHARS = 250
+WITHDRAWN_REASON = "TPU chips withdrawn"
+"""Start of the reason of a node problem from chips the device plugin marked Unhealthy."""
 
 
 class PoolState(StrEnum):
@@ -142,7 +144,7 @@ class ProblemDetector:
         if self._withdrawn and chips_withdrawn(node):
             # Untimed: allocatable has no timestamp, so T_bad counts from the first sight.
             out.append(
-                Problem(node.name, f"TPU chips withdrawn ({node.tpu_allocatable}/{node.tpu_capacity})", None)
+                Problem(node.name, f"{WITHDRAWN_REASON} ({node.tpu_allocatable}/{node.tpu_capacity})", None)
             )
         labels = node.labels
         if labels:

@@ -42,6 +42,9 @@ class Decision:
     rejected: tuple[Rejection, ...] = ()
     """Objects left alone because a tenant-written value was refused (the adapter reports them
     with a warning Event and ``hotswap_rejected_inputs_total``)."""
+    suspects: tuple[str, ...] = ()
+    """Pools with workload TPU-error reports not (yet) confirmed: watched, nothing done
+    (:mod:`tpu_platform.hotswap.core.workload_signals`)."""
 
     def pool(self, name: str) -> PoolStatus | None:
         for p in self.pools:
@@ -77,6 +80,7 @@ def decide(
     statuses: dict[str, PoolStatus] = {}
     records: dict[str, PoolRecord] = {}
     notes: list[str] = []
+    suspects: list[str] = []
     for name, nodes in idx.nodes_by_pool.items():
         signals = assess_pool_signals(
             nodes,
@@ -88,6 +92,7 @@ def decide(
         )
         workload_problem = signals.problem()
         if signals.suspect:
+            suspects.append(name)
             notes.append(f"pool {name} suspect: TPU error reported by workloads ({signals.why})")
         status, patches, record = assess_pool(
             idx.pools[name],
@@ -116,7 +121,14 @@ def decide(
         )
         # Nothing is written while held, so nothing new is remembered either.
         return Decision(
-            now, (), pools, held=True, notes=(note, *notes), memory=previous, rejected=tuple(idx.rejected)
+            now,
+            (),
+            pools,
+            held=True,
+            notes=(note, *notes),
+            memory=previous,
+            rejected=tuple(idx.rejected),
+            suspects=tuple(suspects),
         )
 
     evictions: dict[str, EvictPod] = {}
@@ -159,6 +171,7 @@ def decide(
         tuple(notes),
         memory=PoolMemory.of(records.values()),
         rejected=tuple(idx.rejected),
+        suspects=tuple(suspects),
     )
 
 

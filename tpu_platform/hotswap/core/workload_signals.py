@@ -61,6 +61,8 @@ MAX_MESSAGE_CHARS = 4096
 MAX_REASON_CHARS = 1024
 MAX_REPORTS = 16
 """Reports kept per pool (the newest): enough for repetition, bounded against a crash loop."""
+REPORTED_REASON = "TPU error reported by workloads"
+"""Start of the reason of a pool-level problem from confirmed reports (for logs and metrics)."""
 CLOCK_SKEW_SECONDS = 2.0
 """A report time this far in the future still counts (the kubelet's clock against the controller's)."""
 
@@ -163,7 +165,7 @@ class PoolSignals:
         it does not wait out T_bad: the trainers have exited, there is no blip to let pass."""
         if not self.confirmed:
             return None
-        return Problem("", f"TPU error reported by workloads ({self.why})", self.since, confirmed=True)
+        return Problem("", f"{REPORTED_REASON} ({self.why})", self.since, confirmed=True)
 
 
 def assess_pool_signals(
@@ -220,6 +222,7 @@ __all__ = [
     "MAX_MESSAGE_CHARS",
     "MAX_REPORTS",
     "MAX_TERMINATIONS",
+    "REPORTED_REASON",
     "PoolSignals",
     "Report",
     "assess_pool_signals",
