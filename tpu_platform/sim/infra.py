@@ -175,6 +175,7 @@ class Infra:
         """Tells a JobSet to write a checkpoint now (a trainer's SIGTERM handler, given time to)."""
         self.toleration_s = cluster.t.toleration_s if toleration_s is None else toleration_s
         """The pods' toleration of the unreachable/not-ready NoExecute taints (the policy's choice)."""
+        cluster.pod_listeners.append(self._on_pod)
         for f in trace:
             if f.node and f.node not in cluster.nodes:
                 raise ValueError(f"failure at {f.at}s names node {f.node!r}, which is not in the fleet")
@@ -305,9 +306,11 @@ class Infra:
 
     # --- a chip or ICI link fails, the kubelet lives -------------------------------------------------
     def _chip_error(self, node: SimNode) -> None:
-        """The trainer on the node crashes (pod Failed, no DisruptionTarget); the node stays Ready but its
-        chips are withdrawn; GKE repairs the slice after ``chip_repair_after_s``."""
-        node.chips_ok = False
+        """The trainer on the node crashes (pod Failed, no DisruptionTarget) with the slice failure in its
+        termination message, and so does the runtime's coordinator a moment later; the node stays
+        Ready, its chips are withdrawn once the kubelet reports them Unhealthy (if the device plugin
+        does); GKE repairs the slice after ``chip_repair_after_s``."""
+        node.chip_broken = True
         self.node_died(node)
         t = self.c.t
         pool = self.c.pools[node.pool]
@@ -352,10 +355,29 @@ class Infra:
         self.c.fail_pod(pod, CAUSE_FAILURE)
 
     def _withdraw(self, name: str, generation: int, chips: int) -> None:
+        """The kubelet's node status shows the chips withdrawn; kube-scheduler reads the same status."""
         node = self.c.nodes.get(name)
-        if node is None or node.chips_ok or self.c.pools[node.pool].generation != generation:
+        if node is None or not node.chip_broken or self.c.pools[node.pool].generation != generation:
             return
+        node.chips_ok = False
         withdraw_chips(self.c, node, chips)
+
+    def _on_pod(self, pod: SimPod, what: str) -> None:
+        """A TPU pod bound to a node with a broken chip fails when its runtime initializes (the end of
+        its startup), with the same slice failure in its termination message."""
+        if what != "bound" or pod.node is None:
+            return
+        node = self.c.nodes.get(pod.node)
+        if node is not None and node.chip_broken:
+            # The runtime initializes at the end of the startup, a second before the pod counts Running.
+            init = max(0.0, self.c.t.pod_startup_s - 1.0)
+            self.c.engine.after(init, "tpu-init-fails", self._init_fails, pod, node.name)
+
+    def _init_fails(self, pod: SimPod, node_name: str) -> None:
+        node = self.c.nodes.get(node_name)
+        if node is None or not node.chip_broken or pod.node != node_name:
+            return
+        self._report_tpu_error(pod)
 
     # --- a trainer crashes on healthy hardware -------------------------------------------------------
     def _workload_crash(self, node: SimNode, rng: random.Random) -> None:
@@ -510,6 +532,7 @@ class Infra:
         """A recreated VM under the same Node object: Ready again, chips back, uncordoned; pods it no
         longer runs fail (or finish their deletion)."""
         node.chips_ok = True
+        node.chip_broken = False
         node.incarnation += 1
         restore_chips(self.c, node)
         api = node.api

@@ -94,8 +94,9 @@ class Timings:
     worker reports."""
     chips_withdrawn_report_s: float | None = 10.0
     """After a chip error the device plugin marks the node's chips Unhealthy and the kubelet's next
-    node status (``nodeStatusUpdateFrequency``, 10 s by default) shows allocatable below capacity;
-    None: the device plugin never does (GKE does not document that it does)."""
+    node status (``nodeStatusUpdateFrequency``, 10 s by default) shows allocatable below capacity,
+    which kube-scheduler reads too; None: the device plugin never does (GKE does not document that it
+    does), so TPU pods keep landing on the node and fail when their runtime initializes."""
     failed_pod_linger_s: float = 1.0
     """k8s: a failed pod stays in the API until its Job's next sync fails the Job and JobSet restarts
     (the Job controller batches pod events for 1 s, ``pkg/controller/job/job_controller.go``,
