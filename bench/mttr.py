@@ -31,6 +31,7 @@ unhealthy in the software-crash run (target: 0).
     python bench/mttr.py --quick    # 4 days + 2 per kind (under a minute)
     python bench/mttr.py --quick --setting lease_stale_seconds=20   # controller settings for the run
     python bench/mttr.py --quick --no-ablation                      # skip the mechanism ablation
+    python bench/mttr.py --kinds chip_error,workload_crash --no-ablation   # chip/ICI signals only
 """
 
 from __future__ import annotations
@@ -126,6 +127,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--kinds", default=",".join(KINDS), help="comma-separated failure kinds to run")
     p.add_argument("--no-sensitivity", action="store_true", help="skip the repair-keeps-nodes run")
     p.add_argument("--no-ablation", action="store_true", help="skip the early-detection ablation runs")
+    p.add_argument(
+        "--no-chip-signals", action="store_true", help="skip the chip/ICI signal configuration runs"
+    )
     p.add_argument(
         "--no-scheduler-preemption",
         action="store_true",
@@ -464,7 +468,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             _details(runs[KUBELET_RESTART])
         ablation = _ablation(runs)
     chip_signals: dict[str, dict[str, dict[str, float | int | None]]] = {}
-    if not args.no_ablation and CHIP_ERROR in runs:
+    if not args.no_chip_signals and CHIP_ERROR in runs:
         chip_signals = _chip_signals(runs)
     false_declarations = (
         _declared(runs[WORKLOAD_CRASH].results["hotswap"]) if WORKLOAD_CRASH in runs else None
