@@ -190,7 +190,10 @@ def assess_pool_signals(
             by_pod[r.pod_uid] = r
     patterns = settings.tpu_error_patterns
     for pod in reporting:
-        at = reports_tpu_error(pod, patterns)
+        raw = reports_tpu_error(pod, patterns)
+        # The time as the annotation stores it (microseconds), so a stored report and its pod agree
+        # exactly and the order of the stored list never changes between reconciles.
+        at = parse_time(format_time(raw)) if raw is not None else None
         if at is None or not low < at <= high:
             continue
         known = by_pod.get(pod.uid)
