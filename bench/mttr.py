@@ -368,7 +368,7 @@ def _ablation(runs: dict[str, KindRun]) -> dict[str, dict[str, dict[str, float |
 CHIP_SIGNALS: tuple[tuple[str, dict[str, Any], dict[str, Any]], ...] = (
     ("reports + withdrawn chips (default)", {}, {}),
     ("reports only (device plugin silent)", {}, {"chips_withdrawn_report_s": None}),
-    ("withdrawn chips only", {"workload_signals": False}, {}),
+    ("withdrawn chips, reports off", {"workload_signals": False}, {}),
     (
         "one report, device plugin silent",
         {},

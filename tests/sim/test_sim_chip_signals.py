@@ -77,12 +77,13 @@ def test_the_controller_moves_work_off_a_chip_error_within_a_minute(node: int) -
 
 
 @pytest.mark.parametrize("node", [0, 1, 2, 3])
-def test_each_signal_confirms_and_a_single_report_is_confirmed_only_by_the_restart_failing_again(
+def test_a_single_report_is_confirmed_by_withdrawn_chips_or_by_the_restart_failing_again(
     node: int,
 ) -> None:
     default = seconds(hit("hotswap", CHIP_ERROR, node))
-    reports_off = seconds(hit("hotswap", CHIP_ERROR, node, workload_signals=False))
-    assert default <= reports_off <= 75.0, "withdrawn chips alone: declared T_bad after first sight"
+    reports_off = hit("hotswap", CHIP_ERROR, node, workload_signals=False)
+    (ep,) = [e for e in reports_off.metrics.episodes if e.workload == HIGH]
+    assert ep.seconds is None or ep.seconds >= Timings().chip_repair_after_s, "withdrawn chips alone act"
     silent = {"chips_withdrawn_report_s": None, "chip_coordinator_report_s": None}
     one_report = hit("hotswap", CHIP_ERROR, node, silent)
     # Nothing withdraws the chips: the JobSet restarts on the same slice, the pod on the broken node

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from tpu_platform.hotswap.core.health import WITHDRAWN_REASON
 from tpu_platform.hotswap.core.reconcile import Decision
-from tpu_platform.hotswap.core.workload_signals import REPORTED_REASON
+from tpu_platform.hotswap.core.workload_signals import REPORTED_REASON, WITHDRAWN_NOTE
 
 PREFIX = "hotswap"
 
@@ -55,14 +54,14 @@ class Metrics:
         )
         self.chip_signal_detections = Counter(
             f"{PREFIX}_chip_signal_detections",
-            "Pools declared unhealthy with a chip/ICI signal among their problems "
-            "(signal: workload_reports or chips_withdrawn).",
+            "Pools declared unhealthy on workload TPU-error reports (signal=workload_reports), "
+            "confirmed by withdrawn chips (signal=chips_withdrawn, counted in both).",
             ["signal"],
             registry=r,
         )
         self.suspect_pools = Gauge(
             f"{PREFIX}_suspect_pools",
-            "Pools with workload TPU-error reports that are not confirmed (nothing done for them).",
+            "Pools with unconfirmed TPU-error reports or withdrawn chips (nothing done for them).",
             registry=r,
         )
         self.is_leader = Gauge(f"{PREFIX}_is_leader", "1 if this replica holds the lease.", registry=r)
@@ -149,10 +148,10 @@ class Metrics:
         for pool in decision.pools:
             if not pool.declared_now:
                 continue
-            reasons = [p.reason for p in pool.problems]
-            if any(r.startswith(REPORTED_REASON) for r in reasons):
+            reported = [p.reason for p in pool.problems if p.reason.startswith(REPORTED_REASON)]
+            if reported:
                 self.chip_signal_detections.labels(signal="workload_reports").inc()
-            if any(r.startswith(WITHDRAWN_REASON) for r in reasons):
+            if any(WITHDRAWN_NOTE in r for r in reported):
                 self.chip_signal_detections.labels(signal="chips_withdrawn").inc()
 
     def api_request(self, verb: str, resource: str, code: int, seconds: float) -> None:

@@ -26,8 +26,6 @@ from tpu_platform.hotswap.core.timeutil import format_time, format_time_list, pa
 OWN_TAINT = Taint(key=k.UNHEALTHY_TAINT_KEY, effect=k.UNHEALTHY_TAINT_EFFECT, value=k.UNHEALTHY_TAINT_VALUE)
 MAX_HISTORY = 10
 MAX_REASON_CHARS = 250
-WITHDRAWN_REASON = "TPU chips withdrawn"
-"""Start of the reason of a node problem from chips the device plugin marked Unhealthy."""
 
 
 class PoolState(StrEnum):
@@ -106,7 +104,7 @@ def summarize(problems: Sequence[Problem]) -> str:
 class ProblemDetector:
     """Per-node checks with the configured sets built once per reconcile."""
 
-    __slots__ = ("_conditions", "_lead", "_lease_stale", "_taints", "_withdrawn")
+    __slots__ = ("_conditions", "_lead", "_lease_stale", "_taints")
 
     def __init__(self, settings: Settings) -> None:
         self._conditions = frozenset(settings.problem_condition_types)
@@ -121,7 +119,6 @@ class ProblemDetector:
         )
         self._lead = settings.maintenance_lead_seconds
         self._lease_stale = settings.lease_stale_seconds
-        self._withdrawn = settings.chips_withdrawn_signal
 
     def problems(self, node: Node, now: float) -> list[Problem]:
         out: list[Problem] = []
@@ -141,11 +138,6 @@ class ProblemDetector:
         for t in node.taints:
             if t.key in self._taints:
                 out.append(Problem(node.name, f"taint {t.key}", t.time_added))
-        if self._withdrawn and chips_withdrawn(node):
-            # Untimed: allocatable has no timestamp, so T_bad counts from the first sight.
-            out.append(
-                Problem(node.name, f"{WITHDRAWN_REASON} ({node.tpu_allocatable}/{node.tpu_capacity})", None)
-            )
         labels = node.labels
         if labels:
             if labels.get(k.ACTIVE_MAINTENANCE_LABEL) == k.ACTIVE_MAINTENANCE_VALUE:
@@ -168,7 +160,9 @@ def chips_withdrawn(node: Node) -> bool:
     """The device plugin marked some of the node's TPU chips Unhealthy: allocatable below capacity (the
     kubelet counts only healthy devices as allocatable, kubernetes/kubernetes
     ``pkg/kubelet/cm/devicemanager/manager.go``, ``GetCapacity``). Both zero, as while a restarted
-    kubelet waits for the device plugin to register again, is no sign."""
+    kubelet waits for the device plugin to register again, is no sign. Nor is this alone proof of a
+    failed chip: the kubelet marks every device Unhealthy while its plugin is disconnected
+    (``markResourceUnhealthy``), as in a device plugin restart."""
     cap, alloc = node.tpu_capacity, node.tpu_allocatable
     return type(cap) is int and type(alloc) is int and 0 <= alloc < cap
 

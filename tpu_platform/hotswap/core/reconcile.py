@@ -93,7 +93,7 @@ def decide(
         workload_problem = signals.problem()
         if signals.suspect:
             suspects.append(name)
-            notes.append(f"pool {name} suspect: TPU error reported by workloads ({signals.why})")
+            notes.append(f"pool {name} suspect: {signals.why}")
         status, patches, record = assess_pool(
             idx.pools[name],
             nodes,

@@ -293,8 +293,9 @@ class Settings:
             """A node whose allocatable google.com/tpu is below its capacity has chips the device
             plugin marked Unhealthy (the kubelet counts only healthy devices as allocatable:
             kubernetes/kubernetes pkg/kubelet/cm/devicemanager/manager.go, GetCapacity). Written by
-            the kubelet, not by a tenant: it is a problem of the node (counted from first sight, then
-            unhealthy_after_seconds) and confirms a workload's TPU-error report on the pool at once.
+            the kubelet, not by a tenant, it confirms a workload's TPU-error report on the pool at
+            once. Alone it only makes the pool suspect: the kubelet also marks every device Unhealthy
+            while the device plugin is disconnected (markResourceUnhealthy, e.g. a plugin restart).
             GKE does not document whether its TPU device plugin reports chips Unhealthy.""",
             "bool",
         ),

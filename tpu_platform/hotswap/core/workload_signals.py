@@ -26,8 +26,10 @@ not read here; utilization metrics (duty cycle, TensorCore utilization) drop for
 are no failure signal.
 
 The rules. A termination message is written by the workload: a tenant can write anything there.
-So one report makes the pool *suspect* (a note, nothing done). It is confirmed, and the pool bad,
-only by a second, independent signal (a node of the pool with chips withdrawn; or reports from two
+So one report makes the pool *suspect* (a note, nothing done); so do withdrawn chips alone, since
+the kubelet also marks every device Unhealthy while the device plugin is disconnected
+(``markResourceUnhealthy``: a plugin restart). It is confirmed, and the pool bad, only by a second,
+independent signal (a report together with withdrawn chips on the pool; or reports from two
 tenants) or by repetition (``workload_signal_repeats`` reports from distinct pods within
 ``workload_signal_window_seconds``), and repetition by one tenant counts only while no pod of
 another tenant runs on the pool: one tenant never takes a pool that runs someone else's work out
@@ -63,6 +65,8 @@ MAX_REPORTS = 16
 """Reports kept per pool (the newest): enough for repetition, bounded against a crash loop."""
 REPORTED_REASON = "TPU error reported by workloads"
 """Start of the reason of a pool-level problem from confirmed reports (for logs and metrics)."""
+WITHDRAWN_NOTE = "device plugin withdrew chips"
+"""In the reason when withdrawn chips confirmed the reports."""
 CLOCK_SKEW_SECONDS = 2.0
 """A report time this far in the future still counts (the kubelet's clock against the controller's)."""
 
@@ -152,9 +156,12 @@ class PoolSignals:
     annotation: str | None = None
     """The value :data:`TPU_ERRORS_ANNOTATION` must have on the pool's nodes (None: absent)."""
 
+    withdrawn: tuple[str, ...] = ()
+    """Nodes of the pool with chips the device plugin marked Unhealthy (with the signal on)."""
+
     @property
     def suspect(self) -> bool:
-        return bool(self.reports) and not self.confirmed
+        return bool(self.reports or self.withdrawn) and not self.confirmed
 
     @property
     def since(self) -> float | None:
@@ -201,15 +208,17 @@ def assess_pool_signals(
             by_pod[pod.uid] = Report(at, pod.namespace, pod.uid)
     reports = tuple(sorted(by_pod.values())[-MAX_REPORTS:])
     annotation = format_reports(reports) if reports else None
+    withdrawn = tuple(n.name for n in nodes if chips_withdrawn(n)) if settings.chips_withdrawn_signal else ()
     if not reports:
-        return PoolSignals(annotation=annotation)
+        named = ", ".join(withdrawn[:3]) + (f" and {len(withdrawn) - 3} more" if len(withdrawn) > 3 else "")
+        why = f"TPU chips withdrawn on {named}: alone no proof (a device plugin restart does the same)"
+        return PoolSignals((), False, why if withdrawn else "", annotation, withdrawn)
     tenants = sorted({r.namespace for r in reports})
     pods = len({r.pod_uid for r in reports})
-    withdrawn = settings.chips_withdrawn_signal and any(chips_withdrawn(n) for n in nodes)
     others = sorted({p.namespace for p in occupants if p.uses_accelerator} - set(tenants))
     who = f"{pods} pod(s) of {', '.join(tenants)}"
     if withdrawn:
-        return PoolSignals(reports, True, f"{who}; device plugin withdrew chips", annotation)
+        return PoolSignals(reports, True, f"{who}; {WITHDRAWN_NOTE}", annotation, withdrawn)
     if len(tenants) >= 2:
         return PoolSignals(reports, True, f"{who}: independent tenants", annotation)
     if pods >= settings.workload_signal_repeats and not others:
@@ -226,6 +235,7 @@ __all__ = [
     "MAX_REPORTS",
     "MAX_TERMINATIONS",
     "REPORTED_REASON",
+    "WITHDRAWN_NOTE",
     "PoolSignals",
     "Report",
     "assess_pool_signals",
