@@ -12,7 +12,8 @@ repeats host deaths with GKE keeping the Node objects through a repair (sources 
 Prints tables, then one JSON line::
 
     {"policies": {"recipe": P, "kueue_tas": P, "hotswap": P}, "floor_s": F, "by_kind": {KIND: {POLICY: P}},
-     "ablation": {MECHANISM: {KIND: A}}, "unsafe_force_deletes": N}
+     "ablation": {MECHANISM: {KIND: A}}, "unsafe_force_deletes": N,
+     "chip_signals": {SIGNALS: {KIND: C}}, "false_declarations": D}
 
 with ``P = {mttr_p50_s, mttr_p95_s, resumed_p50_s, low_priority_lost_chip_hours, utilization,
 force_deletes, unsafe_force_deletes}``; ``policies`` and ``floor_s`` are for silent host death on the
@@ -20,12 +21,17 @@ stack. The ablation reruns the hotswap controller on the host-death trace and on
 trace (a live VM whose kubelet falls silent: the false positive of every node-side signal) with each
 early-detection mechanism on its own and together (``A = {mttr_p50_s, mttr_p95_s, force_deletes,
 unsafe_force_deletes}``); ``unsafe_force_deletes`` sums, over every run of every policy, the pods
-force-deleted while their VM still ran (the fencing target: 0).
+force-deleted while their VM still ran (the fencing target: 0). ``chip_signals`` reruns the controller
+on the chip-error trace and the software-crash trace (``workload_crash``: healthy hardware, some
+crashes reporting a TPU error anyway) per chip/ICI signal configuration (``C = {mttr_p50_s,
+mttr_p95_s, pools_declared}``); ``false_declarations`` counts the pools the controller declared
+unhealthy in the software-crash run (target: 0).
 
     python bench/mttr.py            # 60 days of host deaths + 20 days per other kind (several minutes)
     python bench/mttr.py --quick    # 4 days + 2 per kind (under a minute)
     python bench/mttr.py --quick --setting lease_stale_seconds=20   # controller settings for the run
     python bench/mttr.py --quick --no-ablation                      # skip the mechanism ablation
+    python bench/mttr.py --kinds chip_error,workload_crash --no-ablation   # chip/ICI signals only
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ from tpu_platform.sim.failures import (
     MAINTENANCE,
     MASS_EVENT,
     SPOT_PREEMPTION,
+    WORKLOAD_CRASH,
     rate,
 )
 from tpu_platform.sim.infra import Failure, mass_trace, pool_trace, random_trace
@@ -121,6 +128,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--no-sensitivity", action="store_true", help="skip the repair-keeps-nodes run")
     p.add_argument("--no-ablation", action="store_true", help="skip the early-detection ablation runs")
     p.add_argument(
+        "--no-chip-signals", action="store_true", help="skip the chip/ICI signal configuration runs"
+    )
+    p.add_argument(
         "--no-scheduler-preemption",
         action="store_true",
         help="PriorityClasses with preemptionPolicy Never: kube-scheduler never preempts (hotswap may)",
@@ -160,7 +170,7 @@ class KindRun:
 
 def _trace(kind: str, cfg: PlatformConfig, args: argparse.Namespace, seed: int, end: float) -> list[Failure]:
     pools = pools_from_stack(cfg)
-    if kind in (HOST_DEATH, CHIP_ERROR, KUBELET_RESTART):
+    if kind in (HOST_DEATH, CHIP_ERROR, KUBELET_RESTART, WORKLOAD_CRASH):
         return random_trace(
             pools,
             seed=seed,
@@ -251,7 +261,7 @@ def _row(label: str, values: Sequence[object], width: int = 16) -> None:
 def _details(k: KindRun) -> None:
     res = k.results
     t = k.scenario.timings
-    unit = "VM-days" if k.kind in (HOST_DEATH, CHIP_ERROR, MAINTENANCE) else "days"
+    unit = "VM-days" if k.kind in (HOST_DEATH, CHIP_ERROR, MAINTENANCE, WORKLOAD_CRASH) else "days"
     public = rate(k.kind)
     print(
         f"\n== {k.kind} on {k.stack}: {len(k.scenario.pools)} slices, {k.days:g} days, "
@@ -355,6 +365,63 @@ def _ablation(runs: dict[str, KindRun]) -> dict[str, dict[str, dict[str, float |
     return out
 
 
+CHIP_SIGNALS: tuple[tuple[str, dict[str, Any], dict[str, Any]], ...] = (
+    ("reports + withdrawn chips (default)", {}, {}),
+    ("reports only (device plugin silent)", {}, {"chips_withdrawn_report_s": None}),
+    ("withdrawn chips, reports off", {"workload_signals": False}, {}),
+    (
+        "one report, device plugin silent",
+        {},
+        {"chips_withdrawn_report_s": None, "chip_coordinator_report_s": None},
+    ),
+    ("workload signals off", {"workload_signals": False, "chips_withdrawn_signal": False}, {}),
+)
+"""Chip/ICI failure signals: label, controller settings, timings (on top of the run's)."""
+
+
+def _declared(r: Result) -> int:
+    """Pools the controller declared unhealthy in the run (each taint interval once)."""
+    return len(r.controller.tainted) if r.controller is not None else 0
+
+
+def _chip_signals(runs: dict[str, KindRun]) -> dict[str, dict[str, dict[str, float | int | None]]]:
+    """The hotswap controller alone on the chip-error trace and on the software-crash trace (healthy
+    hardware: every pool it declares there is a false declaration), per signal configuration."""
+    out: dict[str, dict[str, dict[str, float | int | None]]] = {}
+    progress = Progress()
+    for label, settings, timings in CHIP_SIGNALS:
+        out[label] = {}
+        for kind in (CHIP_ERROR, WORKLOAD_CRASH):
+            if kind not in runs:
+                continue
+            base = runs[kind].scenario
+            progress.step(f"chip signals: {label} on {kind} ...")
+            scenario = replace(
+                base,
+                settings=settings_from_mapping({**base.settings.to_dict(), **settings}),
+                timings=base.timings.with_overrides(timings),
+            )
+            r = run(scenario, Hotswap(scenario.settings))
+            eps = [e.seconds for e in r.metrics.episodes if e.kind == kind and e.seconds is not None]
+            out[label][kind] = {
+                "mttr_p50_s": _r(percentile(eps, 50)),
+                "mttr_p95_s": _r(percentile(eps, 95)),
+                "pools_declared": _declared(r),
+            }
+    progress.done()
+    print("\n== chip/ICI failure signals, hotswap controller only (same traces)")
+    kinds = [k for k in (CHIP_ERROR, WORKLOAD_CRASH) if k in runs]
+    _row("", [f"{k} p50/p95 (s)" for k in kinds] + [f"{k} pools declared" for k in kinds], width=26)
+    for label, by_kind in out.items():
+        _row(
+            label,
+            [f"{by_kind[k]['mttr_p50_s']} / {by_kind[k]['mttr_p95_s']}" for k in kinds]
+            + [str(by_kind[k]["pools_declared"]) for k in kinds],
+            width=26,
+        )
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     started = time.perf_counter()
@@ -400,6 +467,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             runs[KUBELET_RESTART] = _run_kind(KUBELET_RESTART, args.stack, kind_days, args, timings)
             _details(runs[KUBELET_RESTART])
         ablation = _ablation(runs)
+    chip_signals: dict[str, dict[str, dict[str, float | int | None]]] = {}
+    if not args.no_chip_signals and CHIP_ERROR in runs:
+        chip_signals = _chip_signals(runs)
+    false_declarations = (
+        _declared(runs[WORKLOAD_CRASH].results["hotswap"]) if WORKLOAD_CRASH in runs else None
+    )
+    if false_declarations is not None:
+        print(
+            f"\npools declared unhealthy on healthy hardware (software crashes), hotswap: "
+            f"{false_declarations}"
+        )
     unsafe = sum(r.cluster.unsafe_force_deletes for k in runs.values() for r in k.results.values()) + sum(
         int(a["unsafe_force_deletes"] or 0) for by_kind in ablation.values() for a in by_kind.values()
     )
@@ -412,6 +490,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "floor_s": round(floor_seconds(t, HOST_DEATH), 1),
                 "by_kind": {k: {n: _p(r.results[n], k) for n in POLICIES} for k, r in runs.items()},
                 "ablation": ablation,
+                "chip_signals": chip_signals,
+                "false_declarations": false_declarations,
                 "unsafe_force_deletes": unsafe,
             }
         )

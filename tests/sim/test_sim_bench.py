@@ -62,8 +62,23 @@ def test_mttr_bench_json_shape(capsys: pytest.CaptureFixture[str]) -> None:
     args = ["--stack", "seed", "--spot-stack", "dev", "--days", "1", "--kind-days", "0.5"]
     assert load("mttr").main([*args, "--node-mtbf-days", "1", "--seed", "4", "--no-sensitivity"]) == 0
     doc = last_json(capsys)
-    assert set(doc) == {"policies", "floor_s", "by_kind", "ablation", "unsafe_force_deletes"}
+    assert set(doc) == {
+        "policies",
+        "floor_s",
+        "by_kind",
+        "ablation",
+        "unsafe_force_deletes",
+        "chip_signals",
+        "false_declarations",
+    }
     assert isinstance(doc["unsafe_force_deletes"], int)
+    assert isinstance(doc["false_declarations"], int)
+    assert len(doc["chip_signals"]) == 5
+    for label, by_kind in doc["chip_signals"].items():
+        assert set(by_kind) == {"chip_error", "workload_crash"}, label
+        for c in by_kind.values():
+            assert set(c) == {"mttr_p50_s", "mttr_p95_s", "pools_declared"}
+            assert isinstance(c["pools_declared"], int)
     assert len(doc["ablation"]) == 6
     for label, by_kind in doc["ablation"].items():
         assert set(by_kind) == {"host_death", "kubelet_restart"}, label
@@ -82,6 +97,7 @@ def test_mttr_bench_json_shape(capsys: pytest.CaptureFixture[str]) -> None:
         "maintenance",
         "spot_preemption",
         "mass_event",
+        "workload_crash",
     }
     for by_policy in doc["by_kind"].values():
         assert set(by_policy) == POLICIES

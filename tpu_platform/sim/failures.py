@@ -32,8 +32,11 @@ the kubelet's graceful node shutdown sets its pods Failed, its nodes go, and it 
 capacity returns. Spot pools only."""
 MASS_EVENT = "mass_event"
 """Several slices lose a host at the same moment (a shared switch, power domain or bad rollout)."""
+WORKLOAD_CRASH = "workload_crash"
+"""A trainer crashes on healthy hardware (a software fault): its pod Failed, the node stays Ready with
+its chips. Some crashes report a TPU-looking error anyway: the false positive of the workload signal."""
 
-KINDS = (HOST_DEATH, CHIP_ERROR, KUBELET_RESTART, MAINTENANCE, SPOT_PREEMPTION, MASS_EVENT)
+KINDS = (HOST_DEATH, CHIP_ERROR, KUBELET_RESTART, MAINTENANCE, SPOT_PREEMPTION, MASS_EVENT, WORKLOAD_CRASH)
 
 LLAMA3_HOST_DAYS = 54.0 * 2048
 """Host-days observed in the Llama 3 pre-training snapshot (arXiv:2407.21783, section 3.3.4)."""
@@ -55,6 +58,7 @@ RATES: tuple[Rate, ...] = (
     Rate(KUBELET_RESTART, 60.0, "chosen"),
     Rate(SPOT_PREEMPTION, 7.0, "chosen (per Spot slice)"),
     Rate(MASS_EVENT, 30.0, "chosen (per fleet; 3 slices at once)"),
+    Rate(WORKLOAD_CRASH, 30.0, "chosen (software crashes have no public per-host rate)"),
 )
 
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 
 from tpu_platform.hotswap.core import Condition, Taint
 from tpu_platform.hotswap.core import constants as k
+from tpu_platform.sim.chipsignals import crash, restore_chips, tpu_error, withdraw_chips
 from tpu_platform.sim.cluster import Cluster
 from tpu_platform.sim.failures import (
     CHIP_ERROR,
@@ -43,8 +44,9 @@ from tpu_platform.sim.failures import (
     MAINTENANCE,
     MASS_EVENT,
     SPOT_PREEMPTION,
+    WORKLOAD_CRASH,
 )
-from tpu_platform.sim.model import CAUSE_FAILURE, Pool, SimNode, Workload
+from tpu_platform.sim.model import CAUSE_FAILURE, Pool, SimNode, SimPod, Workload
 
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 SPOT_POD_GRACE_S = 15.0
@@ -173,6 +175,7 @@ class Infra:
         """Tells a JobSet to write a checkpoint now (a trainer's SIGTERM handler, given time to)."""
         self.toleration_s = cluster.t.toleration_s if toleration_s is None else toleration_s
         """The pods' toleration of the unreachable/not-ready NoExecute taints (the policy's choice)."""
+        cluster.pod_listeners.append(self._on_pod)
         for f in trace:
             if f.node and f.node not in cluster.nodes:
                 raise ValueError(f"failure at {f.at}s names node {f.node!r}, which is not in the fleet")
@@ -195,6 +198,9 @@ class Infra:
         elif f.kind == CHIP_ERROR:
             self._report(node, f.kind)
             self._chip_error(node)
+        elif f.kind == WORKLOAD_CRASH:
+            self._report(node, f.kind)
+            self._workload_crash(node, random.Random(f"crash:{self.seed}:{f.at}:{f.node}"))
         elif f.kind == KUBELET_RESTART:
             self._report(node, f.kind)
             self._kubelet_pause(node, f.back_after or 0.0)
@@ -300,17 +306,91 @@ class Infra:
 
     # --- a chip or ICI link fails, the kubelet lives -------------------------------------------------
     def _chip_error(self, node: SimNode) -> None:
-        """The trainer on the node crashes (pod Failed, no DisruptionTarget); the node stays Ready but its
-        chips are withdrawn; GKE repairs the slice after ``chip_repair_after_s``."""
-        node.chips_ok = False
+        """The trainer on the node crashes (pod Failed, no DisruptionTarget) with the slice failure in its
+        termination message, and so does the runtime's coordinator a moment later; the node stays
+        Ready, its chips are withdrawn once the kubelet reports them Unhealthy (if the device plugin
+        does); GKE repairs the slice after ``chip_repair_after_s``."""
+        node.chip_broken = True
         self.node_died(node)
-        for key in sorted(node.holders):
-            self.c.fail_pod(self.c.pods[key], CAUSE_FAILURE)
-        self.c.changed()
+        t = self.c.t
         pool = self.c.pools[node.pool]
+        for key in sorted(node.holders):
+            pod = self.c.pods[key]
+            pod.termination = tpu_error(self.c.now)
+            self.c.fail_pod(pod, CAUSE_FAILURE)
+            coordinator = self._coordinator(pod)
+            if coordinator is not None and t.chip_coordinator_report_s is not None:
+                self.c.engine.after(
+                    t.chip_coordinator_report_s, "coordinator-report", self._report_tpu_error, coordinator
+                )
+        if t.chips_withdrawn_report_s is not None:
+            self.c.engine.after(
+                t.chips_withdrawn_report_s,
+                "chips-withdrawn",
+                self._withdraw,
+                node.name,
+                pool.generation,
+                pool.chips // max(pool.size, 1),
+            )
+        self.c.changed()
         self.c.engine.after(
             self.c.t.chip_repair_after_s, "chip-repair", self._repair_if, pool.name, pool.generation
         )
+
+    def _coordinator(self, pod: SimPod) -> SimPod | None:
+        """Worker 0 of the failed pod's Job (the runtime's coordinator), if it is another pod."""
+        w = self.c.workloads.get(pod.workload)
+        if w is None or pod.index == 0:
+            return None
+        for p in w.pods.values():
+            if p.attempt == pod.attempt and p.slice_index == pod.slice_index and p.index == 0:
+                return p
+        return None
+
+    def _report_tpu_error(self, pod: SimPod) -> None:
+        """The coordinator logs the slice failure and exits, unless its kubelet already stopped it."""
+        if self.c.pods.get(pod.key) is not pod or pod.terminal or not self.c.kubelet_alive(pod):
+            return
+        pod.termination = tpu_error(self.c.now)
+        self.c.fail_pod(pod, CAUSE_FAILURE)
+
+    def _withdraw(self, name: str, generation: int, chips: int) -> None:
+        """The kubelet's node status shows the chips withdrawn; kube-scheduler reads the same status."""
+        node = self.c.nodes.get(name)
+        if node is None or not node.chip_broken or self.c.pools[node.pool].generation != generation:
+            return
+        node.chips_ok = False
+        withdraw_chips(self.c, node, chips)
+
+    def _on_pod(self, pod: SimPod, what: str) -> None:
+        """A TPU pod bound to a node with a broken chip fails when its runtime initializes (the end of
+        its startup), with the same slice failure in its termination message."""
+        if what != "bound" or pod.node is None:
+            return
+        node = self.c.nodes.get(pod.node)
+        if node is not None and node.chip_broken:
+            # The runtime initializes at the end of the startup, a second before the pod counts Running.
+            init = max(0.0, self.c.t.pod_startup_s - 1.0)
+            self.c.engine.after(init, "tpu-init-fails", self._init_fails, pod, node.name)
+
+    def _init_fails(self, pod: SimPod, node_name: str) -> None:
+        node = self.c.nodes.get(node_name)
+        if node is None or not node.chip_broken or pod.node != node_name:
+            return
+        self._report_tpu_error(pod)
+
+    # --- a trainer crashes on healthy hardware -------------------------------------------------------
+    def _workload_crash(self, node: SimNode, rng: random.Random) -> None:
+        """The pod on the node fails with an error; the JobSet restarts it where it likes."""
+        if not node.holders:
+            return
+        self.node_died(node)
+        for key in sorted(node.holders):
+            pod = self.c.pods[key]
+            pod.termination = crash(
+                self.c.now, reports_tpu_error=rng.random() < self.c.t.crash_tpu_report_fraction
+            )
+            self.c.fail_pod(pod, CAUSE_FAILURE)
 
     def _repair_if(self, pool_name: str, generation: int) -> None:
         pool = self.c.pools[pool_name]
@@ -452,7 +532,9 @@ class Infra:
         """A recreated VM under the same Node object: Ready again, chips back, uncordoned; pods it no
         longer runs fail (or finish their deletion)."""
         node.chips_ok = True
+        node.chip_broken = False
         node.incarnation += 1
+        restore_chips(self.c, node)
         api = node.api
         labels = {
             key: v

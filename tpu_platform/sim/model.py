@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tpu_platform.hotswap.core import Node, Pod
-from tpu_platform.hotswap.core.model import FAILED, PENDING, RUNNING, SUCCEEDED
+from tpu_platform.hotswap.core.model import FAILED, PENDING, RUNNING, SUCCEEDED, Termination
 
 BLOCKING = "BlockingRecreate"
 RECREATE = "Recreate"
@@ -94,7 +94,11 @@ class SimNode:
     """GKE's auto-repair starts when this node has been NotReady long enough (not for a kubelet restart,
     nor for a node already being repaired)."""
     chips_ok: bool = True
-    """False after a chip/ICI error: the device plugin offers none of the node's chips (until repair)."""
+    """False once the device plugin withdrew the node's chips after a chip/ICI error (until repair):
+    kube-scheduler no longer places a TPU pod there."""
+    chip_broken: bool = False
+    """A chip or ICI link of the node failed (the hardware truth, until repair): a TPU pod started
+    here fails at its runtime's initialization."""
     vm_running: bool = True
     """The VM's guest runs, so containers on it may still be running (even with the kubelet silent, as
     in a kubelet restart or a slow host). Force-deleting a pod here is unsafe: two copies could run."""
@@ -143,6 +147,8 @@ class SimPod:
     job_deleted: bool = False
     """Its Job was deleted by a JobSet restart (Foreground): a Job of that name waits for it to go."""
     unschedulable_since: float | None = None
+    termination: Termination | None = None
+    """How its trainer container ended, when it failed with an error (the kubelet's report)."""
     core: Pod | None = None
     """Cached ``tpu_platform.hotswap.core.Pod``; cleared on every change."""
 

@@ -18,6 +18,7 @@ from tpu_platform.sim.failures import (
     MAINTENANCE,
     MASS_EVENT,
     SPOT_PREEMPTION,
+    WORKLOAD_CRASH,
 )
 
 
@@ -86,6 +87,24 @@ class Timings:
     with an error after this long. Hanging is what "recovery gated by infrastructure repair" implies."""
     chip_repair_after_s: float = 600.0
     """chosen: GKE repairs a slice whose TPU chip or ICI link failed (kubelet alive) after this long."""
+    chip_coordinator_report_s: float | None = 1.0
+    """chosen: after a chip/ICI error the runtime's coordinator (worker 0 of the slice's Job) also logs
+    the slice failure and exits this long after the failed host's worker (AI-Hypercomputer/maxtext
+    benchmarks/maxtest/getting_started.md shows worker 0 logging it); None: only the failed host's
+    worker reports."""
+    chips_withdrawn_report_s: float | None = 10.0
+    """After a chip error the device plugin marks the node's chips Unhealthy and the kubelet's next
+    node status (``nodeStatusUpdateFrequency``, 10 s by default) shows allocatable below capacity,
+    which kube-scheduler reads too; None: the device plugin never does (GKE does not document that it
+    does), so TPU pods keep landing on the node and fail when their runtime initializes."""
+    failed_pod_linger_s: float = 1.0
+    """k8s: a failed pod stays in the API until its Job's next sync fails the Job and JobSet restarts
+    (the Job controller batches pod events for 1 s, ``pkg/controller/job/job_controller.go``,
+    ``syncJobBatchPeriod``); the simulator's JobSet deletes it at once, so the controller's snapshots
+    keep it this long (what its pod watch would have shown)."""
+    crash_tpu_report_fraction: float = 0.25
+    """chosen: share of software crashes whose termination message carries the TPU runtime's slice
+    failure anyway (one worker's report, no hardware fault): the signal's false positive."""
     maintenance_notice_s: float = 7 * 86400.0
     """failure-model: scheduled maintenance is announced 7 days ahead (the node label
     ``cloud.google.com/scheduled-maintenance-time``)."""
@@ -140,7 +159,7 @@ def signal_seconds(t: Timings, kind: str) -> float:
         return t.node_monitor_grace_s
     if kind == MAINTENANCE:
         return max(0.0, t.sigterm_checkpoint_s - t.pod_termination_s)
-    if kind in (CHIP_ERROR, SPOT_PREEMPTION):
+    if kind in (CHIP_ERROR, SPOT_PREEMPTION, WORKLOAD_CRASH):
         return 0.0
     if kind == KUBELET_RESTART:
         return 0.0

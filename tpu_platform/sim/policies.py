@@ -120,7 +120,7 @@ class Hotswap:
 
     def _reconcile(self) -> None:
         self._next = None
-        idle = quiescent(self.c, leases=self.leases)
+        idle = quiescent(self.c, leases=self.leases) and not self.snapshots.lingers(self.c.now)
         if idle and not self.verify_idle:
             self.stats.skipped_idle += 1
             return
@@ -139,5 +139,5 @@ class Hotswap:
         self.memory = decision.memory
         stats.actions.update(apply(self.c, decision.actions))
         stats.track(snap.now, {p.name: p.declared for p in decision.pools})
-        if not quiescent(self.c, leases=self.leases):
+        if not quiescent(self.c, leases=self.leases) or self.snapshots.lingers(self.c.now):
             self._arm(self.c.t.reconcile_interval_s)

@@ -145,7 +145,10 @@ class Scheduler:
         """A node of the pool is dead, NotReady or without its chips (a pool merely still registering is
         not broken)."""
         return any(
-            not self.c.nodes[n].alive or not self.c.nodes[n].ready or not self.c.nodes[n].chips_ok
+            not self.c.nodes[n].alive
+            or not self.c.nodes[n].ready
+            or not self.c.nodes[n].chips_ok
+            or self.c.nodes[n].chip_broken
             for n in self.c.pools[pool_name].nodes
         )
 

@@ -27,6 +27,7 @@ from tpu_platform.hotswap.core import (
 )
 from tpu_platform.hotswap.core import constants as k
 from tpu_platform.hotswap.core.apply import patch_node
+from tpu_platform.hotswap.core.health import chips_withdrawn
 from tpu_platform.hotswap.core.model import RUNNING
 from tpu_platform.sim.cluster import Cluster
 from tpu_platform.sim.compute import ComputeApi
@@ -41,6 +42,7 @@ _STATE_ANNOTATIONS = (
     k.UNHEALTHY_SINCE_ANNOTATION,
     k.CLEAN_SINCE_ANNOTATION,
     k.UNHEALTHY_REASON_ANNOTATION,
+    k.TPU_ERRORS_ANNOTATION,
 )
 
 
@@ -61,6 +63,7 @@ def core_pod(pod: SimPod) -> Pod:
             uses_accelerator=True,
             created=pod.created,
             started=pod.bound_at,
+            terminations=() if pod.termination is None else (pod.termination,),
         )
     return pod.core
 
@@ -117,6 +120,21 @@ class SnapshotBuilder:
         self.compute = compute
         self.settings = settings if settings is not None else Settings()
         self.pools = tuple(NodePool(p.name, p.topology, p.size) for p in cluster.pools.values())
+        self.lingering: dict[str, tuple[float, Pod]] = {}
+        """Failed pods with a container termination already removed by the simulated JobSet, kept
+        until their linger time (``Timings.failed_pod_linger_s``) as the controller's watch saw them."""
+        cluster.pod_listeners.append(self._on_pod)
+
+    def _on_pod(self, pod: SimPod, what: str) -> None:
+        if what == "gone" and pod.termination is not None:
+            self.lingering[pod.key] = (self.c.now + self.c.t.failed_pod_linger_s, core_pod(pod))
+
+    def lingers(self, now: float) -> bool:
+        """Some removed failed pod is still visible: the cluster is not quiescent for the controller."""
+        for key, (until, _) in list(self.lingering.items()):
+            if until <= now:
+                del self.lingering[key]
+        return bool(self.lingering)
 
     def _node(self, n: SimNode, now: float) -> Node:
         api = (
@@ -140,7 +158,10 @@ class SnapshotBuilder:
                 for w in c.workloads.values()
                 if w.state in ("queued", "admitted")
             ),
-            pods=tuple(core_pod(p) for p in c.pods.values()),
+            pods=(
+                *(core_pod(p) for p in c.pods.values()),
+                *(pod for key, (until, pod) in self.lingering.items() if until > now and key not in c.pods),
+            ),
         )
 
 
@@ -163,11 +184,13 @@ def quiescent(c: Cluster, *, leases: bool = False) -> bool:
             return False
         if not node.ready or api.unschedulable or len(api.conditions) != 1:
             return False
+        if chips_withdrawn(api):
+            return False
         if any(t.key != k.TPU_RESOURCE for t in api.taints):
             return False
         if api.annotations and any(key in api.annotations for key in _STATE_ANNOTATIONS):
             return False
-    return all(p.node is not None and not p.terminating for p in c.pods.values())
+    return all(p.node is not None and not p.terminating and p.termination is None for p in c.pods.values())
 
 
 def apply(c: Cluster, actions: Iterable[Action]) -> Counter[str]:

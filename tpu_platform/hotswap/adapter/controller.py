@@ -260,6 +260,7 @@ class Controller:
                 self.metrics.fail_fast_evictions.inc()
             elif isinstance(r.action, ForceDeletePod):
                 self.metrics.force_deletions.inc()
+        self.metrics.chip_signals(decision)
         for pool in decision.pools:
             if pool.declared_now:
                 self.metrics.detections.inc()

@@ -18,8 +18,18 @@ from tpu_platform.hotswap.adapter.compute import parse_provider_id
 from tpu_platform.hotswap.core import constants as k
 from tpu_platform.hotswap.core import inputs
 from tpu_platform.hotswap.core.inputs import InputError, Rejection
-from tpu_platform.hotswap.core.model import Condition, JobSet, Node, NodePool, Pod, Taint, topology_chips
+from tpu_platform.hotswap.core.model import (
+    Condition,
+    JobSet,
+    Node,
+    NodePool,
+    Pod,
+    Taint,
+    Termination,
+    topology_chips,
+)
 from tpu_platform.hotswap.core.timeutil import parse_time
+from tpu_platform.hotswap.core.workload_signals import MAX_MESSAGE_CHARS, MAX_REASON_CHARS, MAX_TERMINATIONS
 
 JSON = Mapping[str, Any]
 _INSTANCE_CHIPS = re.compile(r"-(\d{1,3})t$")
@@ -95,6 +105,17 @@ def _provider_id(value: Any) -> str:
     return f"gce://{ref.project}/{ref.zone}/{ref.instance}" if ref is not None else ""
 
 
+def _tpu_count(status: JSON, section: str) -> int | None:
+    """``status.<section>["google.com/tpu"]`` as a bounded count; None if absent or malformed."""
+    value = _map(status.get(section)).get(k.TPU_RESOURCE)
+    if value is None:
+        return None
+    try:
+        return inputs.integer(value, reason="chips", low=0, high=MAX_CHIPS_PER_NODE)
+    except InputError:
+        return None
+
+
 def node_from_api(obj: JSON) -> NodeRecord | None:
     """None for nodes that belong to no TPU node pool."""
     meta = _meta(obj)
@@ -135,6 +156,8 @@ def node_from_api(obj: JSON) -> NodeRecord | None:
         uid=_str(meta.get("uid")),
         resource_version=_str(meta.get("resourceVersion")),
         provider_id=_provider_id(spec.get("providerID")),
+        tpu_capacity=_tpu_count(status, "capacity"),
+        tpu_allocatable=_tpu_count(status, "allocatable"),
     )
     return NodeRecord(node, labels.get(k.TPU_TOPOLOGY_LABEL, ""), accelerator, _chips_per_node(obj, labels))
 
@@ -230,6 +253,39 @@ def _controller_job(meta: JSON) -> str:
     return ""
 
 
+def _terminations(status: JSON) -> tuple[Termination, ...]:
+    """Failed containers: ``state.terminated`` (a pod that ended) or ``lastState.terminated`` (a
+    container that restarted) with a non-zero exit code, within bounds: the first MAX_TERMINATIONS
+    container statuses, exit codes within int32, reason and message cut to their bounds (the kubelet
+    caps a message at 4096 bytes), a container name of at most 253 characters."""
+    out: list[Termination] = []
+    for cs in _maps(status.get("containerStatuses"))[:MAX_TERMINATIONS]:
+        name = _str(cs.get("name"))[:253]
+        for section in ("state", "lastState"):
+            term = _map(_map(cs.get(section)).get("terminated"))
+            if not term:
+                continue
+            try:
+                code = inputs.integer(
+                    term.get("exitCode"), reason="exit-code", low=inputs.INT32_MIN, high=inputs.INT32_MAX
+                )
+            except InputError:
+                continue
+            if code == 0:
+                continue
+            out.append(
+                Termination(
+                    container=name,
+                    exit_code=code,
+                    reason=_str(term.get("reason"))[:MAX_REASON_CHARS],
+                    message=_str(term.get("message"))[:MAX_MESSAGE_CHARS],
+                    finished=_time(term.get("finishedAt")),
+                )
+            )
+            break
+    return tuple(out[:MAX_TERMINATIONS])
+
+
 def pod_from_api(obj: JSON) -> Pod:
     """A pod; it belongs to a JobSet only through JobSet's own markers.
 
@@ -290,6 +346,7 @@ def pod_from_api(obj: JSON) -> Pod:
         created=_time(meta.get("creationTimestamp")) or 0.0,
         started=_time(status.get("startTime")),
         rejection=rejection,
+        terminations=_terminations(status),
     )
 
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from tpu_platform.hotswap.core.reconcile import Decision
+from tpu_platform.hotswap.core.workload_signals import REPORTED_REASON, WITHDRAWN_NOTE
+
 PREFIX = "hotswap"
 
 
@@ -48,6 +51,18 @@ class Metrics:
         )
         self.unhealthy_pools = Gauge(
             f"{PREFIX}_unhealthy_pools", "Pools currently declared unhealthy.", registry=r
+        )
+        self.chip_signal_detections = Counter(
+            f"{PREFIX}_chip_signal_detections",
+            "Pools declared unhealthy on workload TPU-error reports (signal=workload_reports), "
+            "confirmed by withdrawn chips (signal=chips_withdrawn, counted in both).",
+            ["signal"],
+            registry=r,
+        )
+        self.suspect_pools = Gauge(
+            f"{PREFIX}_suspect_pools",
+            "Pools with unconfirmed TPU-error reports or withdrawn chips (nothing done for them).",
+            registry=r,
         )
         self.is_leader = Gauge(f"{PREFIX}_is_leader", "1 if this replica holds the lease.", registry=r)
         self.caches_synced = Gauge(f"{PREFIX}_caches_synced", "1 once every cache has listed.", registry=r)
@@ -127,6 +142,18 @@ class Metrics:
         # hotswap_rejected_inputs_total{kind,reason} is registered by adapter/rejections.py
 
     # --- observers (RequestObserver, CacheObserver) ------------------------------------------------
+    def chip_signals(self, decision: Decision) -> None:
+        """Count declarations caused by chip/ICI signals and the pools still only suspect."""
+        self.suspect_pools.set(len(decision.suspects))
+        for pool in decision.pools:
+            if not pool.declared_now:
+                continue
+            reported = [p.reason for p in pool.problems if p.reason.startswith(REPORTED_REASON)]
+            if reported:
+                self.chip_signal_detections.labels(signal="workload_reports").inc()
+            if any(WITHDRAWN_NOTE in r for r in reported):
+                self.chip_signal_detections.labels(signal="chips_withdrawn").inc()
+
     def api_request(self, verb: str, resource: str, code: int, seconds: float) -> None:
         self.api_requests.labels(verb=verb, resource=resource, code=str(code)).inc()
         self.api_latency.labels(verb=verb).observe(seconds)

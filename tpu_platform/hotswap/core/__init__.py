@@ -17,7 +17,9 @@ Snapshot (``tpu_platform.hotswap.core.model``; times are float epoch seconds)
     running_since=None, last_checkpoint=None, checkpoint_interval=None, rejection=None)``
     ``Pod(namespace, name, uid, jobset=None, jobset_uid="", job="", node=None, phase="Pending",
     priority=0, deletion_timestamp=None, nominated_node=None, unschedulable_since=None, gated=False,
-    uses_accelerator=True, created=0.0, started=None, rejection=None)``
+    uses_accelerator=True, created=0.0, started=None, rejection=None, terminations=())`` with
+    ``Termination(container, exit_code, reason="", message="", finished=None)``; nodes also carry
+    ``tpu_capacity`` / ``tpu_allocatable`` (chip/ICI signals, :mod:`.workload_signals`)
 
 Decision
     ``decide(snapshot, settings=None) -> Decision`` with ``actions`` (ordered), ``pools``
@@ -25,7 +27,8 @@ Decision
     ``problems, bad_since, unhealthy_since, clean_since, recovers_at, flapping, declared_now,
     recovered_now, history``), ``preemptions`` (:class:`Preemption`: ``beneficiary, priority, victims,
     pools, slices_needed, work_lost, cleared_pools``), ``held`` (mass-outage guard), ``notes`` and
-    ``rejected`` (:class:`Rejection` per JobSet or pod left alone because a value was refused).
+    ``rejected`` (:class:`Rejection` per JobSet or pod left alone because a value was refused) and
+    ``suspects`` (pools with unconfirmed workload TPU-error reports).
     ``reconcile(snapshot, settings=None) -> tuple[Action, ...]`` is the short form.
     Deterministic, and idempotent: ``decide(apply_actions(s, decide(s).actions))`` has no actions.
     ``decide(snapshot, settings, memory=previous.memory)``: the optional, immutable :class:`PoolMemory`
@@ -83,6 +86,7 @@ from tpu_platform.hotswap.core.model import (
     Pod,
     Snapshot,
     Taint,
+    Termination,
     is_managed,
     is_preemptible,
     topology_chips,
@@ -128,6 +132,7 @@ __all__ = [
     "SettingsError",
     "Snapshot",
     "Taint",
+    "Termination",
     "action_sort_key",
     "apply_actions",
     "confirmed_down",

@@ -42,12 +42,17 @@ CLEAN_SINCE_ANNOTATION: Final = f"{DOMAIN}/clean-since"
 UNHEALTHY_HISTORY_ANNOTATION: Final = f"{DOMAIN}/unhealthy-history"
 """Comma-separated times the pool was declared unhealthy (within the flap window): the flap counter."""
 
+TPU_ERRORS_ANNOTATION: Final = f"{DOMAIN}/tpu-errors"
+"""Workload reports of TPU errors on the pool within the signal window, ``<time>/<namespace>/<pod uid>``
+space-separated: kept so a report outlives its pod (JobSet deletes a failed Job's pods at once)."""
+
 NODE_STATE_ANNOTATIONS: Final = (
     UNHEALTHY_SINCE_ANNOTATION,
     UNHEALTHY_REASON_ANNOTATION,
     SUSPECT_SINCE_ANNOTATION,
     CLEAN_SINCE_ANNOTATION,
     UNHEALTHY_HISTORY_ANNOTATION,
+    TPU_ERRORS_ANNOTATION,
 )
 
 # --- preemption record, written on the victim JobSet ----------------------------------------------

@@ -45,6 +45,9 @@ class Problem:
     reason: str
     since: float | None
     """When the problem started, if the cluster says; None if only the controller can tell."""
+    confirmed: bool = False
+    """Already confirmed by its own rule (workload reports: repetition or a second source), so the
+    pool is declared without waiting out T_bad, which exists to let one transient signal clear."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +154,17 @@ class ProblemDetector:
             if (c.type == "Ready" or c.type in self._conditions) and c.last_transition > latest:
                 latest = c.last_transition
         return latest
+
+
+def chips_withdrawn(node: Node) -> bool:
+    """The device plugin marked some of the node's TPU chips Unhealthy: allocatable below capacity (the
+    kubelet counts only healthy devices as allocatable, kubernetes/kubernetes
+    ``pkg/kubelet/cm/devicemanager/manager.go``, ``GetCapacity``). Both zero, as while a restarted
+    kubelet waits for the device plugin to register again, is no sign. Nor is this alone proof of a
+    failed chip: the kubelet marks every device Unhealthy while its plugin is disconnected
+    (``markResourceUnhealthy``), as in a device plugin restart."""
+    cap, alloc = node.tpu_capacity, node.tpu_allocatable
+    return type(cap) is int and type(alloc) is int and 0 <= alloc < cap
 
 
 def node_dead_since(node: Node) -> float | None:
@@ -310,12 +324,17 @@ def assess_pool(
     detector: ProblemDetector,
     node_problems: dict[str, list[Problem]],
     record: PoolRecord | None = None,
+    pool_problems: Sequence[Problem] = (),
+    extra_annotations: Mapping[str, str | None] | None = None,
 ) -> tuple[PoolStatus, list[PatchNode], PoolRecord | None]:
     """Pool state at ``now``, the node patches that bring the stored state in line with it, and the
     pool's memory record after them.
 
     ``node_problems`` holds each node's problems (computed once by the caller). ``record`` (the previous
     decision's memory) stands in for the node state only when every node was replaced.
+    ``pool_problems`` are problems of the pool as a whole (confirmed workload reports), and
+    ``extra_annotations`` other controller state every node of the pool carries whatever its health
+    (the workload reports, :mod:`tpu_platform.hotswap.core.workload_signals`).
     """
     problems: list[Problem] = []
     timed: list[float] = []
@@ -333,6 +352,14 @@ def assess_pool(
     if len(nodes) < pool.expected_nodes:
         problems.append(Problem("", f"slice incomplete: {len(nodes)}/{pool.expected_nodes} nodes", None))
         untimed = True
+    confirmed = any(p.confirmed for p in pool_problems)
+    for p in pool_problems:
+        problems.append(p)
+        if p.since is not None:
+            timed.append(p.since)
+        else:
+            untimed = True
+    extra = dict(extra_annotations) if extra_annotations else {}
     bad = bool(problems)
     st = _recall(_read_state(nodes), nodes, record)
     window_start = now - settings.flap_window_seconds
@@ -344,10 +371,10 @@ def assess_pool(
             status = PoolStatus(pool.name, PoolState.HEALTHY, history=st.history)
             desired = dict.fromkeys(_POOL_STATE_ANNOTATIONS)
             memo = _remember(status, nodes, record, window_start=window_start)
-            return status, _patches(nodes, False, desired, "pool healthy"), memo
+            return status, _patches(nodes, False, {**desired, **extra}, "pool healthy"), memo
         suspect = (st.suspect_since if st.suspect_since is not None else now) if untimed else None
         bad_since = min([*timed, *([suspect] if suspect is not None else [])])
-        if now - bad_since < settings.unhealthy_after_seconds:
+        if now - bad_since < settings.unhealthy_after_seconds and not confirmed:
             status = PoolStatus(
                 pool.name, PoolState.SUSPECT, tuple(problems), bad_since=bad_since, history=st.history
             )
@@ -358,7 +385,7 @@ def assess_pool(
                 k.UNHEALTHY_REASON_ANNOTATION: None,
             }
             memo = _remember(status, nodes, record, window_start=window_start)
-            return status, _patches(nodes, False, desired, "pool suspect"), memo
+            return status, _patches(nodes, False, {**desired, **extra}, "pool suspect"), memo
         history = (*(t for t in st.history if t > window_start), now)[-MAX_HISTORY:]
         status = PoolStatus(
             pool.name,
@@ -378,7 +405,7 @@ def assess_pool(
             k.CLEAN_SINCE_ANNOTATION: None,
         }
         memo = _remember(status, nodes, record, window_start=window_start, reason=status.reason)
-        return status, _patches(nodes, True, desired, "pool unhealthy"), memo
+        return status, _patches(nodes, True, {**desired, **extra}, "pool unhealthy"), memo
 
     unhealthy_since = st.unhealthy_since if st.unhealthy_since is not None else now
     history = st.history
@@ -402,7 +429,7 @@ def assess_pool(
             history=history,
         )
         memo = _remember(status, nodes, record, window_start=window_start, reason=reason)
-        patches = _patches(nodes, True, {**kept, k.CLEAN_SINCE_ANNOTATION: None}, "pool unhealthy")
+        patches = _patches(nodes, True, {**kept, k.CLEAN_SINCE_ANNOTATION: None, **extra}, "pool unhealthy")
         return status, patches, memo
 
     if st.clean_since is not None:
@@ -426,7 +453,7 @@ def assess_pool(
         )
         desired = dict.fromkeys(_POOL_STATE_ANNOTATIONS)
         memo = _remember(status, nodes, record, window_start=window_start)
-        return status, _patches(nodes, False, desired, "pool recovered"), memo
+        return status, _patches(nodes, False, {**desired, **extra}, "pool recovered"), memo
     status = PoolStatus(
         pool.name,
         PoolState.RECOVERING,
@@ -437,7 +464,9 @@ def assess_pool(
         recovers_at=clean_since + needed,
     )
     memo = _remember(status, nodes, record, window_start=window_start, reason=reason, clean_stamp=stamp)
-    patches = _patches(nodes, True, {**kept, k.CLEAN_SINCE_ANNOTATION: format_time(stamp)}, "pool recovering")
+    patches = _patches(
+        nodes, True, {**kept, k.CLEAN_SINCE_ANNOTATION: format_time(stamp), **extra}, "pool recovering"
+    )
     return status, patches, memo
 
 

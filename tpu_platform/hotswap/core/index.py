@@ -29,6 +29,7 @@ class ClusterIndex:
         "pods_by_pool",
         "pools",
         "rejected",
+        "reporting_by_pool",
         "terminating",
     )
 
@@ -61,11 +62,16 @@ class ClusterIndex:
         self.terminating: list[Pod] = []
         """Pods with a deletion timestamp on managed-pool nodes, finished or not."""
         self.nominated_pools: set[str] = set()
+        self.reporting_by_pool: dict[str, list[Pod]] = {}
+        """Pods bound to the pool's nodes with failed containers, finished or not, none refused: the
+        candidates for workload reports (:mod:`tpu_platform.hotswap.core.workload_signals`)."""
         node_pool = self.node_pool
         for pod in self._screened_pods(snap.pods):
             pool = node_pool.get(pod.node) if pod.node is not None else None
             if pod.deletion_timestamp is not None and pool is not None:
                 self.terminating.append(pod)
+            if pod.terminations and pool is not None and pod.rejection is None:
+                self.reporting_by_pool.setdefault(pool, []).append(pod)
             if pod.finished:
                 continue
             if pod.jobset is not None:

@@ -47,6 +47,22 @@ class Instance:
 
 
 @dataclass(frozen=True, slots=True)
+class Termination:
+    """How one container of a pod last ended (``status.containerStatuses[].state.terminated``, or
+    ``lastState.terminated`` after a restart). Written by the kubelet, but ``message`` (and often
+    ``reason``) come from the workload: the termination-message file, or its last log lines with
+    ``terminationMessagePolicy: FallbackToLogsOnError``. A tenant can put anything there, so the core
+    reads it only within the bounds of :mod:`tpu_platform.hotswap.core.workload_signals`."""
+
+    container: str
+    exit_code: int
+    reason: str = ""
+    message: str = ""
+    finished: float | None = None
+    """``finishedAt`` (epoch seconds)."""
+
+
+@dataclass(frozen=True, slots=True)
 class Node:
     name: str
     pool: str
@@ -70,6 +86,12 @@ class Node:
     """``spec.providerID`` when it names a Compute Engine VM (``gce://PROJECT/ZONE/INSTANCE``, checked
     by the adapter against Compute Engine's naming rules); empty when absent or refused, and then the
     VM is never read."""
+    tpu_capacity: int | None = None
+    """``status.capacity["google.com/tpu"]``: the chips the device plugin registered (None: unknown)."""
+    tpu_allocatable: int | None = None
+    """``status.allocatable["google.com/tpu"]``. The kubelet counts every registered device in capacity
+    but only healthy ones here (kubernetes/kubernetes ``pkg/kubelet/cm/devicemanager/manager.go``,
+    ``GetCapacity``), so allocatable below capacity means chips the device plugin marked Unhealthy."""
 
     def condition(self, type_: str) -> Condition | None:
         for c in self.conditions:
@@ -131,6 +153,8 @@ class Pod:
     started: float | None = None
     rejection: Rejection | None = None
     """Set by the adapter when a value on the pod was refused: it then belongs to no JobSet."""
+    terminations: tuple[Termination, ...] = ()
+    """Containers that ended with a non-zero exit code (see :class:`Termination`)."""
 
     @property
     def key(self) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tpu_platform.hotswap.core import constants as k
 from tpu_platform.hotswap.core.actions import Action, EmitEvent, EvictPod, sort_actions
 from tpu_platform.hotswap.core.failfast import clear_stuck, fail_fast
 from tpu_platform.hotswap.core.health import (
@@ -20,6 +21,7 @@ from tpu_platform.hotswap.core.inputs import Rejection
 from tpu_platform.hotswap.core.model import Pod, Snapshot
 from tpu_platform.hotswap.core.preemption import Preemption, plan_preemptions
 from tpu_platform.hotswap.core.settings import Settings
+from tpu_platform.hotswap.core.workload_signals import assess_pool_signals, stored_reports
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +42,9 @@ class Decision:
     rejected: tuple[Rejection, ...] = ()
     """Objects left alone because a tenant-written value was refused (the adapter reports them
     with a warning Event and ``hotswap_rejected_inputs_total``)."""
+    suspects: tuple[str, ...] = ()
+    """Pools with workload TPU-error reports not (yet) confirmed: watched, nothing done
+    (:mod:`tpu_platform.hotswap.core.workload_signals`)."""
 
     def pool(self, name: str) -> PoolStatus | None:
         for p in self.pools:
@@ -74,7 +79,21 @@ def decide(
     actions: list[Action] = []
     statuses: dict[str, PoolStatus] = {}
     records: dict[str, PoolRecord] = {}
+    notes: list[str] = []
+    suspects: list[str] = []
     for name, nodes in idx.nodes_by_pool.items():
+        signals = assess_pool_signals(
+            nodes,
+            idx.reporting_by_pool.get(name, ()),
+            idx.pods_by_pool.get(name, ()),
+            stored=stored_reports(nodes),
+            settings=s,
+            now=now,
+        )
+        workload_problem = signals.problem()
+        if signals.suspect:
+            suspects.append(name)
+            notes.append(f"pool {name} suspect: {signals.why}")
         status, patches, record = assess_pool(
             idx.pools[name],
             nodes,
@@ -83,6 +102,8 @@ def decide(
             detector=detector,
             node_problems=problems,
             record=previous.get(name),
+            pool_problems=() if workload_problem is None else (workload_problem,),
+            extra_annotations={k.TPU_ERRORS_ANNOTATION: signals.annotation},
         )
         statuses[name] = status
         if record is not None:
@@ -100,10 +121,16 @@ def decide(
         )
         # Nothing is written while held, so nothing new is remembered either.
         return Decision(
-            now, (), pools, held=True, notes=(note,), memory=previous, rejected=tuple(idx.rejected)
+            now,
+            (),
+            pools,
+            held=True,
+            notes=(note, *notes),
+            memory=previous,
+            rejected=tuple(idx.rejected),
+            suspects=tuple(suspects),
         )
 
-    notes: list[str] = []
     evictions: dict[str, EvictPod] = {}
     evicted: list[Pod] = []
     if s.fail_fast:
@@ -144,6 +171,7 @@ def decide(
         tuple(notes),
         memory=PoolMemory.of(records.values()),
         rejected=tuple(idx.rejected),
+        suspects=tuple(suspects),
     )
 
 

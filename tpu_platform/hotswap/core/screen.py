@@ -132,7 +132,8 @@ def _pod_problem(p: Pod) -> Rejection | None:
 
 def as_occupant(p: Pod) -> Pod:
     """A refused pod kept only for what it occupies: no JobSet, the highest priority (so no rule
-    takes its pool for lower-priority work), finite times."""
+    takes its pool for lower-priority work), finite times, and no say in a pool's health (its
+    container terminations are dropped)."""
 
     def finite(t: float | None) -> float | None:
         return t if t is None or math.isfinite(t) else 0.0
@@ -146,4 +147,5 @@ def as_occupant(p: Pod) -> Pod:
         started=finite(p.started),
         unschedulable_since=None,
         deletion_timestamp=finite(p.deletion_timestamp),
+        terminations=(),
     )

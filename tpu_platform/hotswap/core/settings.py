@@ -236,6 +236,71 @@ class Settings:
         ),
     )
 
+    workload_signals: bool = field(
+        default=True,
+        metadata=_doc(
+            """Read TPU errors that workloads report when their container fails (a non-zero exit whose
+            termination reason or message contains one of tpu_error_patterns): one report makes the pool
+            suspect (logged, nothing done); it is declared unhealthy only once confirmed by a second,
+            independent signal (the device plugin withdrawing chips of one of its nodes) or by
+            repetition (workload_signal_repeats reports from distinct pods within the window). Reports
+            of one tenant (namespace) confirm by repetition only while no other tenant's pod runs on
+            the pool: a tenant can write anything in a termination message, so it alone must never
+            take a pool that runs someone else's work out of service. A chip or ICI failure leaves the
+            kubelet alive and the node Ready, so no node signal shows it (see the README's section
+            "Chip and ICI failures").""",
+            "bool",
+        ),
+    )
+    tpu_error_patterns: tuple[str, ...] = field(
+        default=("SLICE_FAILURE_CHIP_DRIVER_ERROR",),
+        metadata=_doc(
+            """Substrings of a failed container's termination reason or message that report a TPU
+            hardware error. The default is the TPU runtime's slice failure "due to a chip driver
+            reporting some error (could correspond to bad TPU or ICI link going down)" (openxla/xla
+            xla/pjrt/c/pjrt_c_api_callback_extension.h, PJRT_Callback_Tpu_SliceFailureType). The
+            runtime logs it; it reaches the termination message with terminationMessagePolicy
+            FallbackToLogsOnError (the last log lines) or when the workload writes it there. No exit
+            code for a chip error is documented, so exit codes alone never count.""",
+            "strings",
+        ),
+    )
+    workload_signal_window_seconds: float = field(
+        default=600.0,
+        metadata=_doc(
+            """How long a workload's TPU-error report counts. Ten minutes is the "up to 10 minutes" of
+            infrastructure repair (failure-model.md): reports on a slice within it are taken as the
+            same fault, and a confirmed pool stays bad at least this long after the last report, so
+            it is not handed back before a repair could have started. A JobSet restarting on the same
+            slice fails again well within it (a restart takes under a minute).""",
+            "duration",
+        ),
+    )
+    workload_signal_repeats: int = field(
+        default=2,
+        metadata=_doc(
+            """Reports from distinct pods that confirm a pool by repetition. Two: a multi-host slice's
+            failure is seen by the host with the bad chip and by the runtime's coordinator (worker 0
+            logs the detected slice failure, AI-Hypercomputer/maxtext
+            benchmarks/maxtest/getting_started.md), and a restart on the same broken slice fails
+            again; one report alone is a single tenant's word. At least 2.""",
+            "int",
+        ),
+    )
+    chips_withdrawn_signal: bool = field(
+        default=True,
+        metadata=_doc(
+            """A node whose allocatable google.com/tpu is below its capacity has chips the device
+            plugin marked Unhealthy (the kubelet counts only healthy devices as allocatable:
+            kubernetes/kubernetes pkg/kubelet/cm/devicemanager/manager.go, GetCapacity). Written by
+            the kubelet, not by a tenant, it confirms a workload's TPU-error report on the pool at
+            once. Alone it only makes the pool suspect: the kubelet also marks every device Unhealthy
+            while the device plugin is disconnected (markResourceUnhealthy, e.g. a plugin restart).
+            GKE does not document whether its TPU device plugin reports chips Unhealthy.""",
+            "bool",
+        ),
+    )
+
     def __post_init__(self) -> None:
         _validate(self)
 
@@ -250,6 +315,11 @@ class Settings:
 
 MIN_LEASE_STALE_SECONDS = 20.0
 """The kubelet renews its node Lease every 10 s: below two renewals one late renewal would count."""
+
+MIN_WORKLOAD_SIGNAL_REPEATS = 2
+"""One workload report is one tenant's word: repetition means at least two."""
+MAX_TPU_ERROR_PATTERNS = 16
+MAX_TPU_ERROR_PATTERN_CHARS = 256
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
@@ -327,6 +397,21 @@ def _validate(s: Settings) -> None:
     if s.compute_corroboration and s.instance_evidence_max_age_seconds <= 0:
         raise SettingsError(
             "instance_evidence_max_age_seconds", "must be > 0 with compute_corroboration on, got 0"
+        )
+    if s.workload_signal_repeats < MIN_WORKLOAD_SIGNAL_REPEATS:
+        raise SettingsError(
+            "workload_signal_repeats",
+            f"must be >= {MIN_WORKLOAD_SIGNAL_REPEATS} (one report is one tenant's word), "
+            f"got {s.workload_signal_repeats}",
+        )
+    if s.workload_signals and s.workload_signal_window_seconds <= 0:
+        raise SettingsError("workload_signal_window_seconds", "must be > 0 with workload_signals on, got 0")
+    if len(s.tpu_error_patterns) > MAX_TPU_ERROR_PATTERNS or any(
+        len(p) > MAX_TPU_ERROR_PATTERN_CHARS for p in s.tpu_error_patterns
+    ):
+        raise SettingsError(
+            "tpu_error_patterns",
+            f"at most {MAX_TPU_ERROR_PATTERNS} patterns of at most {MAX_TPU_ERROR_PATTERN_CHARS} characters",
         )
     if not s.managed_accelerators:
         raise SettingsError("managed_accelerators", "must name at least one accelerator")

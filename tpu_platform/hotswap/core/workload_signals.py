@@ -1,0 +1,247 @@
+"""Chip and ICI failures with a live kubelet: the signals that exist, and when they mark a pool bad.
+
+A TPU chip or ICI link that fails leaves the VM running, the kubelet alive and the Node Ready: none
+of the node signals of :mod:`tpu_platform.hotswap.core.health` shows it. What is documented to be
+visible from the cluster (sources in the README, section "Chip and ICI failures"):
+
+- **The workload's own failure.** The TPU runtime reports a slice failure "due to a chip driver
+  reporting some error (could correspond to bad TPU or ICI link going down)" as
+  ``SLICE_FAILURE_CHIP_DRIVER_ERROR`` (openxla/xla ``xla/pjrt/c/pjrt_c_api_callback_extension.h``,
+  ``PJRT_Callback_Tpu_SliceFailureType``); the host with the bad chip and the runtime's coordinator
+  (worker 0) log it (AI-Hypercomputer/maxtext ``benchmarks/maxtest/getting_started.md``) and the
+  trainer exits with an error. The log line reaches the pod's ``status.containerStatuses[].state
+  .terminated.message`` with ``terminationMessagePolicy: FallbackToLogsOnError`` (the last log lines,
+  at most 2048 bytes or 80 lines; a message is capped at 4096 bytes: Kubernetes "Determine the Reason
+  for Pod Failure"). No exit code for it is documented.
+- **The device plugin withdrawing chips.** A device plugin marks a device Unhealthy through
+  ``ListAndWatch``; the kubelet keeps it in ``status.capacity`` but not in ``status.allocatable``
+  (kubernetes/kubernetes ``pkg/kubelet/cm/devicemanager/manager.go``, ``GetCapacity``; PR #57266).
+  GKE does not document whether its TPU device plugin does this for a failed chip.
+
+Not detectable from the cluster: no node condition, taint or label for a TPU chip or ICI error is
+documented for v6e (GKE auto-repair acts on NotReady, a silent node and a full boot disk only); the
+Cloud TPU health metric ``compute.googleapis.com/instance/tpu/infra_health`` (``BAD_TPU_CHIP``,
+``NETWORKING_ISSUE``, ``BAD_SC_CHIP``) lives in Cloud Monitoring, not in the Kubernetes API, and is
+not read here; utilization metrics (duty cycle, TensorCore utilization) drop for many reasons and
+are no failure signal.
+
+The rules. A termination message is written by the workload: a tenant can write anything there.
+So one report makes the pool *suspect* (a note, nothing done); so do withdrawn chips alone, since
+the kubelet also marks every device Unhealthy while the device plugin is disconnected
+(``markResourceUnhealthy``: a plugin restart). It is confirmed, and the pool bad, only by a second,
+independent signal (a report together with withdrawn chips on the pool; or reports from two
+tenants) or by repetition (``workload_signal_repeats`` reports from distinct pods within
+``workload_signal_window_seconds``), and repetition by one tenant counts only while no pod of
+another tenant runs on the pool: one tenant never takes a pool that runs someone else's work out
+of service by itself. Confirmed, the pool goes through the usual path (T_bad, taint, fail fast by
+eviction: the kubelet is alive and stops the pods itself, so nothing is force-deleted for it).
+
+Reports outlive their pods: JobSet deletes a failed Job's pods at once, so each report seen is kept
+in :data:`~tpu_platform.hotswap.core.constants.TPU_ERRORS_ANNOTATION` on every node of the pool (the
+controller's own, protected state) until it is older than the window. Every tenant-written value is
+read within bounds: at most :data:`MAX_TERMINATIONS` terminations per pod, the first
+:data:`MAX_MESSAGE_CHARS` of a message and :data:`MAX_REASON_CHARS` of a reason, report times in
+[now - window, now + skew]; the stored list holds at most :data:`MAX_REPORTS` well-formed entries.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from tpu_platform.hotswap.core import constants as k
+from tpu_platform.hotswap.core.health import Problem, chips_withdrawn
+from tpu_platform.hotswap.core.model import Node, Pod
+from tpu_platform.hotswap.core.settings import Settings
+from tpu_platform.hotswap.core.timeutil import MAX_EPOCH, format_time, parse_time
+
+MAX_TERMINATIONS = 8
+"""Terminations read per pod (a TPU pod has one trainer container, a few sidecars at most)."""
+MAX_MESSAGE_CHARS = 4096
+"""The kubelet caps a termination message at 4096 bytes; nothing beyond is read."""
+MAX_REASON_CHARS = 1024
+MAX_REPORTS = 16
+"""Reports kept per pool (the newest): enough for repetition, bounded against a crash loop."""
+REPORTED_REASON = "TPU error reported by workloads"
+"""Start of the reason of a pool-level problem from confirmed reports (for logs and metrics)."""
+WITHDRAWN_NOTE = "device plugin withdrew chips"
+"""In the reason when withdrawn chips confirmed the reports."""
+CLOCK_SKEW_SECONDS = 2.0
+"""A report time this far in the future still counts (the kubelet's clock against the controller's)."""
+
+_NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_UID = re.compile(r"^[A-Za-z0-9-]{1,64}$")
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Report:
+    """One pod's report of a TPU error: when its container ended, its tenant (namespace) and UID."""
+
+    at: float
+    namespace: str
+    pod_uid: str
+
+    def encode(self) -> str:
+        return f"{format_time(self.at)}/{self.namespace}/{self.pod_uid}"
+
+
+def parse_reports(text: str | None) -> list[Report]:
+    """The stored reports; malformed or out-of-bounds entries are dropped, at most MAX_REPORTS read."""
+    if not text:
+        return []
+    out: list[Report] = []
+    for entry in text[: MAX_REPORTS * 128].split()[:MAX_REPORTS]:
+        parts = entry.split("/")
+        if len(parts) != 3:
+            continue
+        at = parse_time(parts[0])
+        if at is None or not _NAMESPACE.match(parts[1]) or not _UID.match(parts[2]):
+            continue
+        out.append(Report(at, parts[1], parts[2]))
+    return out
+
+
+def stored_reports(nodes: Iterable[Node]) -> str | None:
+    """The stored reports of a pool: the union over its nodes (a partial write can leave them
+    different), as one annotation value."""
+    texts = {n.annotations.get(k.TPU_ERRORS_ANNOTATION) for n in nodes if n.annotations}
+    texts.discard(None)
+    if not texts:
+        return None
+    if len(texts) == 1:
+        return next(iter(texts))
+    merged = {r for text in texts for r in parse_reports(text)}
+    return format_reports(sorted(merged)[-MAX_REPORTS:])
+
+
+def format_reports(reports: Iterable[Report]) -> str:
+    return " ".join(r.encode() for r in sorted(reports))
+
+
+def reports_tpu_error(pod: Pod, patterns: Sequence[str]) -> float | None:
+    """When ``pod`` reported a TPU error (the latest such container end), or None.
+
+    A report is a container that exited non-zero with one of ``patterns`` in its termination reason
+    or message, read within bounds. Only a pod that holds TPU chips can report, and only with a
+    well-formed namespace and UID (they identify the tenant and the report)."""
+    if not patterns or not pod.uses_accelerator or not pod.terminations:
+        return None
+    if not _NAMESPACE.match(pod.namespace) or not _UID.match(pod.uid):
+        return None
+    latest: float | None = None
+    for t in pod.terminations[:MAX_TERMINATIONS]:
+        if type(t.exit_code) is not int or t.exit_code == 0:
+            continue
+        at = t.finished
+        if type(at) not in (float, int) or not 0.0 <= at <= MAX_EPOCH:  # type: ignore[operator]
+            continue
+        reason = t.reason[:MAX_REASON_CHARS] if isinstance(t.reason, str) else ""
+        message = t.message[:MAX_MESSAGE_CHARS] if isinstance(t.message, str) else ""
+        if any(p in reason or p in message for p in patterns):
+            assert at is not None
+            latest = float(at) if latest is None else max(latest, float(at))
+    return latest
+
+
+@dataclass(frozen=True, slots=True)
+class PoolSignals:
+    """What the workload signals say about one pool."""
+
+    reports: tuple[Report, ...] = ()
+    """Reports within the window, oldest first (stored ones and new ones)."""
+    confirmed: bool = False
+    why: str = ""
+    """Why confirmed, or why only suspect."""
+    annotation: str | None = None
+    """The value :data:`TPU_ERRORS_ANNOTATION` must have on the pool's nodes (None: absent)."""
+
+    withdrawn: tuple[str, ...] = ()
+    """Nodes of the pool with chips the device plugin marked Unhealthy (with the signal on)."""
+
+    @property
+    def suspect(self) -> bool:
+        return bool(self.reports or self.withdrawn) and not self.confirmed
+
+    @property
+    def since(self) -> float | None:
+        return self.reports[0].at if self.reports else None
+
+    def problem(self) -> Problem | None:
+        """The pool-level problem of confirmed reports, dated by the first report. Confirmed already,
+        it does not wait out T_bad: the trainers have exited, there is no blip to let pass."""
+        if not self.confirmed:
+            return None
+        return Problem("", f"{REPORTED_REASON} ({self.why})", self.since, confirmed=True)
+
+
+def assess_pool_signals(
+    nodes: Sequence[Node],
+    reporting: Iterable[Pod],
+    occupants: Iterable[Pod],
+    *,
+    stored: str | None,
+    settings: Settings,
+    now: float,
+) -> PoolSignals:
+    """The pool's reports (stored ``stored`` plus those of ``reporting``, its pods with container
+    terminations) and whether they are confirmed. ``occupants`` are the unfinished pods bound to the
+    pool's nodes (whose tenants a single tenant's reports must not override)."""
+    if not settings.workload_signals:
+        return PoolSignals(annotation=stored.strip() if stored and stored.strip() else None)
+    window = settings.workload_signal_window_seconds
+    low, high = now - window, now + CLOCK_SKEW_SECONDS
+    by_pod: dict[str, Report] = {}
+    for r in parse_reports(stored):
+        if low < r.at <= high and (r.pod_uid not in by_pod or by_pod[r.pod_uid].at < r.at):
+            by_pod[r.pod_uid] = r
+    patterns = settings.tpu_error_patterns
+    for pod in reporting:
+        raw = reports_tpu_error(pod, patterns)
+        # The time as the annotation stores it (microseconds), so a stored report and its pod agree
+        # exactly and the order of the stored list never changes between reconciles.
+        at = parse_time(format_time(raw)) if raw is not None else None
+        if at is None or not low < at <= high:
+            continue
+        known = by_pod.get(pod.uid)
+        if known is None or known.at < at:
+            by_pod[pod.uid] = Report(at, pod.namespace, pod.uid)
+    reports = tuple(sorted(by_pod.values())[-MAX_REPORTS:])
+    annotation = format_reports(reports) if reports else None
+    withdrawn = tuple(n.name for n in nodes if chips_withdrawn(n)) if settings.chips_withdrawn_signal else ()
+    if not reports:
+        named = ", ".join(withdrawn[:3]) + (f" and {len(withdrawn) - 3} more" if len(withdrawn) > 3 else "")
+        why = f"TPU chips withdrawn on {named}: alone no proof (a device plugin restart does the same)"
+        return PoolSignals((), False, why if withdrawn else "", annotation, withdrawn)
+    tenants = sorted({r.namespace for r in reports})
+    pods = len({r.pod_uid for r in reports})
+    others = sorted({p.namespace for p in occupants if p.uses_accelerator} - set(tenants))
+    who = f"{pods} pod(s) of {', '.join(tenants)}"
+    if withdrawn:
+        return PoolSignals(reports, True, f"{who}; {WITHDRAWN_NOTE}", annotation, withdrawn)
+    if len(tenants) >= 2:
+        return PoolSignals(reports, True, f"{who}: independent tenants", annotation)
+    if pods >= settings.workload_signal_repeats and not others:
+        return PoolSignals(reports, True, f"{who}: repeated", annotation)
+    if others:
+        why = f"{who}; pool also runs {', '.join(others)}: one tenant's reports alone do not count"
+    else:
+        why = f"{who}; {settings.workload_signal_repeats} needed"
+    return PoolSignals(reports, False, why, annotation)
+
+
+__all__ = [
+    "MAX_MESSAGE_CHARS",
+    "MAX_REPORTS",
+    "MAX_TERMINATIONS",
+    "REPORTED_REASON",
+    "WITHDRAWN_NOTE",
+    "PoolSignals",
+    "Report",
+    "assess_pool_signals",
+    "chips_withdrawn",
+    "format_reports",
+    "parse_reports",
+    "reports_tpu_error",
+    "stored_reports",
+]
