@@ -17,6 +17,7 @@ from tpu_platform.hotswap.core.health import (
 )
 from tpu_platform.hotswap.core.index import ClusterIndex
 from tpu_platform.hotswap.core.inputs import Rejection
+from tpu_platform.hotswap.core.maintenance import avoided_pools, plan_maintenance
 from tpu_platform.hotswap.core.model import Pod, Snapshot
 from tpu_platform.hotswap.core.preemption import Preemption, plan_preemptions
 from tpu_platform.hotswap.core.settings import Settings
@@ -70,6 +71,9 @@ def decide(
         found = detector.problems(node, now)
         if found:
             problems[node.name] = found
+    maintenance = plan_maintenance(idx, s, now)
+    for name, extra in maintenance.problems.items():
+        problems.setdefault(name, []).extend(extra)
 
     actions: list[Action] = []
     statuses: dict[str, PoolStatus] = {}
@@ -103,7 +107,9 @@ def decide(
             now, (), pools, held=True, notes=(note,), memory=previous, rejected=tuple(idx.rejected)
         )
 
-    notes: list[str] = []
+    notes: list[str] = list(maintenance.notes)
+    actions.extend(maintenance.annotations)
+    actions.extend(maintenance.events)
     evictions: dict[str, EvictPod] = {}
     evicted: list[Pod] = []
     if s.fail_fast:
@@ -122,7 +128,7 @@ def decide(
             | {p.jobset for p in idx.terminating if p.jobset is not None}
             | {key for key, pods in idx.pods_by_jobset.items() if any(p.terminating for p in pods)}
         )
-        plan = plan_preemptions(idx, statuses, s, now, failing)
+        plan = plan_preemptions(idx, statuses, s, now, failing, avoid=avoided_pools(idx, s, now))
         for e in plan.evictions:
             evictions.setdefault(e.key, e)
         actions.extend(plan.annotations)
