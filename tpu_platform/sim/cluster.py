@@ -36,6 +36,8 @@ class Cluster:
         self.occupancy_listeners: list[OccupancyListener] = []
         self.kickers: list[Callable[[], None]] = []
         self.watchers: list[Callable[[], None]] = []
+        self.annotation_listeners: list[Callable[[Workload, tuple[str, ...]], None]] = []
+        """Told which keys a controller's JobSet annotation patch wrote (the workload may react)."""
         self.kubelet_listeners: list[Callable[[], None]] = []
         """Told when a kubelet stops or restarts: only its node Lease shows it (no watch event)."""
         self.force_deletes = 0
