@@ -445,9 +445,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     maintenance: dict[str, Any] = {}
     if MAINTENANCE in runs:
         maintenance = {n: _maintenance(runs[MAINTENANCE].results[n]) for n in POLICIES}
-        if not args.no_ablation:
-            print("\n== maintenance-aware moves, hotswap controller only (same trace)")
-            maintenance["hotswap_moves_off"] = _maintenance_ablation(runs[MAINTENANCE])
+        print("\n== maintenance-aware moves, hotswap controller only (same trace)")
+        maintenance["hotswap_moves_off"] = _maintenance_ablation(runs[MAINTENANCE])
     unsafe = sum(r.cluster.unsafe_force_deletes for k in runs.values() for r in k.results.values()) + sum(
         int(a["unsafe_force_deletes"] or 0) for by_kind in ablation.values() for a in by_kind.values()
     )

@@ -47,6 +47,13 @@ P_KEYS = {
     "unsafe_force_deletes",
 }
 POLICIES = {"recipe", "kueue_tas", "hotswap"}
+M_KEYS = {
+    "unplanned_downtime_s",
+    "planned_downtime_s",
+    "moves_at_checkpoint",
+    "moves_at_deadline",
+    "low_priority_lost_chip_hours",
+}
 
 
 def check_p(p: dict[str, Any]) -> None:
@@ -62,8 +69,16 @@ def test_mttr_bench_json_shape(capsys: pytest.CaptureFixture[str]) -> None:
     args = ["--stack", "seed", "--spot-stack", "dev", "--days", "1", "--kind-days", "0.5"]
     assert load("mttr").main([*args, "--node-mtbf-days", "1", "--seed", "4", "--no-sensitivity"]) == 0
     doc = last_json(capsys)
-    assert set(doc) == {"policies", "floor_s", "by_kind", "ablation", "unsafe_force_deletes"}
+    assert set(doc) == {"policies", "floor_s", "by_kind", "ablation", "unsafe_force_deletes", "maintenance"}
     assert isinstance(doc["unsafe_force_deletes"], int)
+    assert set(doc["maintenance"]) == {*POLICIES, "hotswap_moves_off"}
+    for m in doc["maintenance"].values():
+        assert set(m) == M_KEYS
+        assert m["unplanned_downtime_s"] >= 0 and m["planned_downtime_s"] >= 0
+        assert isinstance(m["moves_at_checkpoint"], int) and isinstance(m["moves_at_deadline"], int)
+    for policy in ("recipe", "kueue_tas", "hotswap_moves_off"):
+        m = doc["maintenance"][policy]
+        assert m["planned_downtime_s"] == 0 and m["moves_at_checkpoint"] == m["moves_at_deadline"] == 0
     assert len(doc["ablation"]) == 6
     for label, by_kind in doc["ablation"].items():
         assert set(by_kind) == {"host_death", "kubelet_restart"}, label

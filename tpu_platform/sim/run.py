@@ -121,6 +121,7 @@ class Simulation:
         self.downtime = Downtime(high_priority=s.top_priority)
         self.jobsets = JobSetController(c, Tee(m, self.downtime), release=self._release)
         self.checkpoints = CheckpointResponder(c, self.jobsets.save_checkpoint, seed=s.seed)
+        c.sigterm_checkpoint = self.jobsets.save_checkpoint
         self.kueue = Kueue(
             c,
             s.queues,

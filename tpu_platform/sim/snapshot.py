@@ -180,6 +180,15 @@ def quiescent(c: Cluster, *, leases: bool = False, settings: Settings | None = N
     return all(p.node is not None and not p.terminating for p in c.pods.values())
 
 
+def _move(c: Cluster, pod: SimPod) -> None:
+    """A maintenance move evicts a pod on a healthy slice: like GKE's drain, its trainer gets SIGTERM
+    and the time to save before it exits (``Timings.sigterm_checkpoint_s``)."""
+    w = c.workloads.get(pod.workload)
+    if w is not None and c.sigterm_checkpoint is not None and c.kubelet_alive(pod):
+        c.sigterm_checkpoint(w)
+    c.delete_pod(pod, CAUSE_MOVE, disruption="EvictionByEvictionAPI", exit_after=c.t.sigterm_checkpoint_s)
+
+
 def apply(c: Cluster, actions: Iterable[Action], *, moving: frozenset[str] = frozenset()) -> Counter[str]:
     """Apply the core's actions to the simulated cluster; returns counts per action kind. Fail-fast
     evictions on ``moving`` pools (a maintenance move, ``core/maintenance.py``) stop their runs with
@@ -205,7 +214,9 @@ def apply(c: Cluster, actions: Iterable[Action], *, moving: frozenset[str] = fro
                 if pod is not None and pod.uid == action.uid and not pod.terminating:
                     cause = CAUSE_FAILURE if action.cause is EvictionCause.FAIL_FAST else CAUSE_CONTROLLER
                     if action.cause is EvictionCause.FAIL_FAST and action.pool in moving:
-                        cause = CAUSE_MOVE
+                        _move(c, pod)
+                        counts["evict-maintenance-move"] += 1
+                        continue
                     c.delete_pod(pod, cause, disruption="EvictionByEvictionAPI")
                     counts[f"evict-{action.cause.value}"] += 1
             case ForceDeletePod():
