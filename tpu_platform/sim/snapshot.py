@@ -29,7 +29,7 @@ from tpu_platform.hotswap.core import constants as k
 from tpu_platform.hotswap.core.apply import patch_node
 from tpu_platform.hotswap.core.maintenance import request_at, window_start
 from tpu_platform.hotswap.core.model import RUNNING
-from tpu_platform.sim.checkpoints import CAUSE_MOVE
+from tpu_platform.sim.checkpoints import CAUSE_MOVE, answered_before
 from tpu_platform.sim.cluster import Cluster
 from tpu_platform.sim.compute import ComputeApi
 from tpu_platform.sim.model import CAUSE_CONTROLLER, CAUSE_FAILURE, SimNode, SimPod, Workload
@@ -181,9 +181,14 @@ def quiescent(c: Cluster, *, leases: bool = False, settings: Settings | None = N
 
 
 def _move(c: Cluster, pod: SimPod) -> None:
-    """A maintenance move evicts a pod on a healthy slice: like GKE's drain, its trainer gets SIGTERM
-    and the time to save before it exits (``Timings.sigterm_checkpoint_s``)."""
+    """A maintenance move evicts a pod on a healthy slice. A trainer that answered the checkpoint
+    request has just saved and exits at once (``Timings.pod_termination_s``; the seconds since its
+    answer are lost); one that did not gets SIGTERM like GKE's drain and saves before it exits
+    (``Timings.sigterm_checkpoint_s``)."""
     w = c.workloads.get(pod.workload)
+    if w is not None and answered_before(w, c.now):
+        c.delete_pod(pod, CAUSE_MOVE, disruption="EvictionByEvictionAPI")
+        return
     if w is not None and c.sigterm_checkpoint is not None and c.kubelet_alive(pod):
         c.sigterm_checkpoint(w)
     c.delete_pod(pod, CAUSE_MOVE, disruption="EvictionByEvictionAPI", exit_after=c.t.sigterm_checkpoint_s)
