@@ -29,7 +29,7 @@ from tpu_platform.hotswap.core import (
     decide,
 )
 from tpu_platform.hotswap.core import constants as k
-from tpu_platform.hotswap.core.maintenance import MOVE_REASON, moving_pools, next_wake, read_answer
+from tpu_platform.hotswap.core.maintenance import MOVE_REASON, Answer, moving_pools, next_wake, read_answer
 from tpu_platform.hotswap.core.timeutil import format_time
 from tpu_platform.testing.hotswap_builders import (
     make_jobset,
@@ -184,12 +184,26 @@ def test_a_forged_or_stale_answer_is_ignored() -> None:
 
 def test_a_request_for_an_earlier_window_is_made_again() -> None:
     old = {
+        k.CHECKPOINT_REQUEST_POOLS_ANNOTATION: "p-0",
         k.CHECKPOINT_REQUESTED_AT_ANNOTATION: format_time(W - 20 * DAY),
         k.CHECKPOINT_COMPLETED_AT_ANNOTATION: format_time(W - 20 * DAY + 60),
     }
     d = decide(world(REQUEST + 5, high_annotations=old))
     assert annotations_of(d.actions, "high")[k.CHECKPOINT_REQUESTED_AT_ANNOTATION] == format_time(REQUEST + 5)
     assert not any(isinstance(a, EvictPod) for a in d.actions), "an old answer moves nothing"
+
+
+def test_an_answer_for_another_pool_does_not_move_the_work_again() -> None:
+    """Moved onto a slice whose own window is near, the JobSet is asked again: the answer it gave for
+    the slice it left is not a checkpoint for this one."""
+    elsewhere = {
+        k.CHECKPOINT_REQUESTED_AT_ANNOTATION: format_time(REQUEST + 1),
+        k.CHECKPOINT_REQUEST_POOLS_ANNOTATION: "p-9",
+        k.CHECKPOINT_COMPLETED_AT_ANNOTATION: format_time(REQUEST + 2),
+    }
+    d = decide(world(REQUEST + 5, high_annotations=elsewhere))
+    assert annotations_of(d.actions, "high")[k.CHECKPOINT_REQUEST_POOLS_ANNOTATION] == "p-0"
+    assert not any(isinstance(a, EvictPod) for a in d.actions)
 
 
 def test_off_means_the_window_itself_is_the_signal() -> None:
@@ -255,6 +269,7 @@ def test_read_answer_bounds() -> None:
         "x",
         priority=1,
         annotations={
+            k.CHECKPOINT_REQUEST_POOLS_ANNOTATION: "a,b",
             k.CHECKPOINT_REQUESTED_AT_ANNOTATION: format_time(100.0),
             k.CHECKPOINT_COMPLETED_AT_ANNOTATION: format_time(99.0),
         },
@@ -264,5 +279,7 @@ def test_read_answer_bounds() -> None:
     later = replace(
         js, annotations={**js.annotations, k.CHECKPOINT_COMPLETED_AT_ANNOTATION: format_time(150.0)}
     )
-    assert read_answer(later, 100.0, 120.0) == (read_answer(later, 100.0, 120.0).__class__(100.0, None))
+    assert read_answer(later, 100.0, 120.0) == Answer(100.0, None), "answer in the future"
     assert read_answer(later, 100.0, 149.0).completed == 150.0, "within clock skew of now"
+    assert read_answer(js, 100.0, 200.0, "b").completed == 99.0
+    assert read_answer(js, 100.0, 200.0, "c") == Answer(None, None), "asked for other pools"

@@ -59,7 +59,10 @@ def test_the_label_reaches_the_core_as_epoch_seconds() -> None:
 
 
 def test_the_workloads_answer_moves_it() -> None:
-    asked = {k.CHECKPOINT_REQUESTED_AT_ANNOTATION: format_time(REQUEST + 1)}
+    asked = {
+        k.CHECKPOINT_REQUESTED_AT_ANNOTATION: format_time(REQUEST + 1),
+        k.CHECKPOINT_REQUEST_POOLS_ANNOTATION: "a",
+    }
     done = {**asked, k.CHECKPOINT_COMPLETED_AT_ANNOTATION: format_time(REQUEST + 30)}
     assert not any(isinstance(a, EvictPod) for a in decide(snapshot(REQUEST + 31, str(W), asked)).actions)
     moved = decide(snapshot(REQUEST + 31, str(W), done))
@@ -79,6 +82,7 @@ def test_a_refused_answer_is_ignored_not_a_rejection(answer: str) -> None:
     deadline, rather than unmanaged."""
     ann = {
         k.CHECKPOINT_REQUESTED_AT_ANNOTATION: format_time(REQUEST + 1),
+        k.CHECKPOINT_REQUEST_POOLS_ANNOTATION: "a",
         k.CHECKPOINT_COMPLETED_AT_ANNOTATION: answer,
     }
     d = decide(snapshot(REQUEST + 31, str(W), ann))

@@ -30,7 +30,8 @@ The protocol, per pool P whose nodes carry the label with window start W (the ea
 1. From ``W - maintenance_move_lead_seconds - maintenance_checkpoint_seconds`` the controller writes on
    every managed JobSet running on P: ``checkpoint-requested-at`` (now), ``checkpoint-deadline``
    (``W - maintenance_move_lead_seconds``), ``checkpoint-request-reason`` and ``checkpoint-request-pools``.
-   A request made earlier than that (for an earlier window) does not count and is made again.
+   A request made earlier than that (for an earlier window), or naming other pools (the JobSet has
+   moved since), does not count and is made again.
 2. The workload writes ``checkpoint-completed-at`` once its checkpoint is durable. A value that does
    not parse, that is before the request or in the future (beyond 2 s of clock skew) is ignored.
 3. Once every managed JobSet on P has answered, or at the deadline, P gets a problem
@@ -130,14 +131,19 @@ class Answer:
     """A valid answer to that request, or None."""
 
 
-def read_answer(js: JobSet, since: float, now: float) -> Answer:
-    """The request on ``js`` if made at or after ``since`` (this window's request time) and not in the
-    future, and the workload's answer if it is a time between the request and now, each within
+def read_answer(js: JobSet, since: float, now: float, pool: str | None = None) -> Answer:
+    """The request on ``js`` if made at or after ``since`` (this window's request time), not in the
+    future and (with ``pool``) naming that pool, and the workload's answer if it is a time between
+    the request and now, each within
     :data:`CLOCK_SKEW_SECONDS` (the workload writes with its own clock, maybe in whole seconds)."""
     ann = js.annotations
     requested = parse_time(ann.get(k.CHECKPOINT_REQUESTED_AT_ANNOTATION)) if ann else None
     if requested is None or requested < since - ROUNDING_SECONDS or requested > now + CLOCK_SKEW_SECONDS:
         return Answer(None, None)
+    if pool is not None:
+        named = ann.get(k.CHECKPOINT_REQUEST_POOLS_ANNOTATION, "")[: MAX_REQUEST_POOLS * 64].split(",")
+        if pool not in (p.strip() for p in named[:MAX_REQUEST_POOLS]):
+            return Answer(None, None)
     completed = parse_time(ann.get(k.CHECKPOINT_COMPLETED_AT_ANNOTATION))
     if (
         completed is None
@@ -176,7 +182,7 @@ def plan_maintenance(idx: ClusterIndex, settings: Settings, now: float) -> Maint
         answers: list[float] = []
         waiting = False
         for js in occupants:
-            answer = read_answer(js, asked_from, now)
+            answer = read_answer(js, asked_from, now, name)
             if answer.requested is None:
                 prev = requests.get(js.key)
                 requests[js.key] = (
