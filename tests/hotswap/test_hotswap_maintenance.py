@@ -206,6 +206,25 @@ def test_an_answer_for_another_pool_does_not_move_the_work_again() -> None:
     assert not any(isinstance(a, EvictPod) for a in d.actions)
 
 
+def test_a_jobset_on_two_slices_with_windows_asked_at_different_times_settles() -> None:
+    """The second slice's request names both slices, so neither request undoes the other."""
+    pools = make_pools("p", 3)
+    nodes = {p.name: list(make_nodes(p, ready_since=0.0)) for p in pools}
+    nodes["p-0"] = [labelled(n, W) for n in nodes["p-0"]]
+    nodes["p-1"] = [labelled(n, W + 400) for n in nodes["p-1"]]
+    js = make_jobset("wide", priority=2000, slices=2)
+    pods = running_pods(js, pools[:2], nodes, started=0.0)
+    snap = Snapshot(REQUEST + 5, pools, tuple(n for p in pools for n in nodes[p.name]), (js,), pods)
+    first = apply_actions(snap, decide(snap).actions)
+    assert annotations_of(decide(snap).actions, "wide")[k.CHECKPOINT_REQUEST_POOLS_ANNOTATION] == "p-0"
+    later = replace(first, now=REQUEST + 405)
+    d = decide(later)
+    assert annotations_of(d.actions, "wide")[k.CHECKPOINT_REQUEST_POOLS_ANNOTATION] == "p-0,p-1"
+    settled = apply_actions(later, d.actions)
+    assert decide(settled).actions == ()
+    assert decide(replace(settled, now=REQUEST + 500)).actions == ()
+
+
 def test_off_means_the_window_itself_is_the_signal() -> None:
     off = Settings(maintenance_moves=False)
     assert decide(world(REQUEST + 5), off).actions == ()

@@ -170,7 +170,11 @@ def plan_maintenance(idx: ClusterIndex, settings: Settings, now: float) -> Maint
     plan = MaintenancePlan()
     if not settings.maintenance_moves:
         return plan
-    requests: dict[str, tuple[JobSet, float, list[str]]] = {}
+    asking: set[str] = set()
+    """JobSets to ask (again): one of their pools has no valid request."""
+    bound: dict[str, tuple[JobSet, float, list[str]]] = {}
+    """Every JobSet on a pool past its request time: the earliest deadline, and all those pools (a new
+    request names them all, so no pool's request undoes another's)."""
     for name, nodes in idx.nodes_by_pool.items():
         w = pool_window(nodes)
         if w is None:
@@ -182,14 +186,11 @@ def plan_maintenance(idx: ClusterIndex, settings: Settings, now: float) -> Maint
         answers: list[float] = []
         waiting = False
         for js in occupants:
+            prev = bound.get(js.key)
+            bound[js.key] = (js, min(due_at, prev[1]), [*prev[2], name]) if prev else (js, due_at, [name])
             answer = read_answer(js, asked_from, now, name)
             if answer.requested is None:
-                prev = requests.get(js.key)
-                requests[js.key] = (
-                    js,
-                    min(due_at, prev[1]) if prev else due_at,
-                    [*(prev[2] if prev else []), name],
-                )
+                asking.add(js.key)
                 waiting = True
             elif answer.completed is None:
                 waiting = True
@@ -211,8 +212,8 @@ def plan_maintenance(idx: ClusterIndex, settings: Settings, now: float) -> Maint
             plan.problems.setdefault(n.name, []).append(
                 Problem(n.name, reason, since - settings.unhealthy_after_seconds)
             )
-    for key in sorted(requests):
-        js, due_at, pools = requests[key]
+    for key in sorted(asking):
+        js, due_at, pools = bound[key]
         _request(js, sorted(set(pools)), due_at, now, plan)
     return plan
 
