@@ -13,7 +13,8 @@ Prints tables, then one JSON line::
 
     {"policies": {"recipe": P, "kueue_tas": P, "hotswap": P}, "floor_s": F, "by_kind": {KIND: {POLICY: P}},
      "ablation": {MECHANISM: {KIND: A}}, "unsafe_force_deletes": N,
-     "chip_signals": {SIGNALS: {KIND: C}}, "false_declarations": D}
+     "chip_signals": {SIGNALS: {KIND: C}}, "false_declarations": D,
+     "maintenance": {POLICY: M}}
 
 with ``P = {mttr_p50_s, mttr_p95_s, resumed_p50_s, low_priority_lost_chip_hours, utilization,
 force_deletes, unsafe_force_deletes}``; ``policies`` and ``floor_s`` are for silent host death on the
@@ -22,10 +23,14 @@ trace (a live VM whose kubelet falls silent: the false positive of every node-si
 early-detection mechanism on its own and together (``A = {mttr_p50_s, mttr_p95_s, force_deletes,
 unsafe_force_deletes}``); ``unsafe_force_deletes`` sums, over every run of every policy, the pods
 force-deleted while their VM still ran (the fencing target: 0). ``chip_signals`` reruns the controller
-on the chip-error trace and the software-crash trace (``workload_crash``: healthy hardware, some
-crashes reporting a TPU error anyway) per chip/ICI signal configuration (``C = {mttr_p50_s,
-mttr_p95_s, pools_declared}``); ``false_declarations`` counts the pools the controller declared
-unhealthy in the software-crash run (target: 0).
+on the chip-error trace and the software-crash trace (``workload_crash``: healthy hardware, some crashes
+reporting a TPU error anyway) per chip/ICI signal configuration (``C = {mttr_p50_s, mttr_p95_s,
+pools_declared}``); ``false_declarations`` counts the pools the controller declared unhealthy in the
+software-crash run (target: 0). ``maintenance`` (when that kind ran) has, per policy and for the hotswap
+controller with maintenance-aware moves off (``hotswap_moves_off``), ``M = {unplanned_downtime_s,
+planned_downtime_s, moves_at_checkpoint, moves_at_deadline, low_priority_lost_chip_hours}``: seconds a
+managed high-priority JobSet was not running, apart from planned moves at a checkpoint
+(``tpu_platform.sim.downtime``).
 
     python bench/mttr.py            # 60 days of host deaths + 20 days per other kind (several minutes)
     python bench/mttr.py --quick    # 4 days + 2 per kind (under a minute)
@@ -254,6 +259,36 @@ def _p(r: Result, kind: str) -> dict[str, float | None]:
     }
 
 
+def _maintenance(r: Result) -> dict[str, float | int | None]:
+    """High-priority downtime of one run: unplanned (GKE's drain, moves without an answer, anything
+    else) and planned (moves at a checkpoint), see ``tpu_platform.sim.downtime``."""
+    d = r.downtime
+    assert d is not None
+    return {
+        "unplanned_downtime_s": round(d.unplanned_s, 1),
+        "planned_downtime_s": round(d.planned_s, 1),
+        "moves_at_checkpoint": d.planned_moves,
+        "moves_at_deadline": d.unplanned_moves,
+        "low_priority_lost_chip_hours": _r(r.summary.low_priority_lost_chip_hours),
+    }
+
+
+def _maintenance_ablation(k: KindRun) -> dict[str, float | int | None]:
+    """The hotswap controller on the maintenance trace with maintenance-aware moves off."""
+    base = k.scenario
+    scenario = replace(
+        base, settings=settings_from_mapping({**base.settings.to_dict(), "maintenance_moves": False})
+    )
+    progress = Progress()
+    progress.step("maintenance: hotswap without maintenance-aware moves ...")
+    r = run(scenario, Hotswap(scenario.settings))
+    progress.done()
+    out = _maintenance(r)
+    _row("  hotswap, moves off: unplanned (s)", [out["unplanned_downtime_s"]])
+    _row("  hotswap, moves off: low lost (chip-h)", [out["low_priority_lost_chip_hours"]])
+    return out
+
+
 def _row(label: str, values: Sequence[object], width: int = 16) -> None:
     print(f"{label:38}" + "".join(f"{v!s:>{width}}" for v in values))
 
@@ -304,6 +339,14 @@ def _details(k: KindRun) -> None:
     kinds = sorted({key for n in POLICIES for key in res[n].summary.preemptions})
     for kind in kinds:
         _row(f"preemptions by {kind}", [res[n].summary.preemptions.get(kind, 0) for n in POLICIES])
+    if k.kind == MAINTENANCE:
+        m = {n: _maintenance(res[n]) for n in POLICIES}
+        _row("high-priority unplanned downtime (s)", [m[n]["unplanned_downtime_s"] for n in POLICIES])
+        _row("  planned moves at a checkpoint (s)", [m[n]["planned_downtime_s"] for n in POLICIES])
+        _row(
+            "  moves at a checkpoint / deadline",
+            [f"{m[n]['moves_at_checkpoint']} / {m[n]['moves_at_deadline']}" for n in POLICIES],
+        )
     _row("simulated in (s)", [f"{res[n].wall_s:.1f}" for n in POLICIES])
 
 
@@ -478,6 +521,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"\npools declared unhealthy on healthy hardware (software crashes), hotswap: "
             f"{false_declarations}"
         )
+    maintenance: dict[str, Any] = {}
+    if MAINTENANCE in runs:
+        maintenance = {n: _maintenance(runs[MAINTENANCE].results[n]) for n in POLICIES}
+        print("\n== maintenance-aware moves, hotswap controller only (same trace)")
+        maintenance["hotswap_moves_off"] = _maintenance_ablation(runs[MAINTENANCE])
     unsafe = sum(r.cluster.unsafe_force_deletes for k in runs.values() for r in k.results.values()) + sum(
         int(a["unsafe_force_deletes"] or 0) for by_kind in ablation.values() for a in by_kind.values()
     )
@@ -493,6 +541,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "chip_signals": chip_signals,
                 "false_declarations": false_declarations,
                 "unsafe_force_deletes": unsafe,
+                "maintenance": maintenance,
             }
         )
     )

@@ -134,6 +134,10 @@ def victim_jobset() -> dict[str, Any]:
             k.PREEMPTED_POOLS_ANNOTATION: "a",
             k.PREEMPTION_COUNT_ANNOTATION: "1",
             k.PREEMPTION_REASON_ANNOTATION: "freed 1 slice",
+            k.CHECKPOINT_REQUESTED_AT_ANNOTATION: "2030-01-01T00:00:00Z",
+            k.CHECKPOINT_DEADLINE_ANNOTATION: "2030-01-01T00:15:00Z",
+            k.CHECKPOINT_REQUEST_POOLS_ANNOTATION: "a",
+            k.CHECKPOINT_REQUEST_REASON_ANNOTATION: "scheduled maintenance on node pool(s) a",
         }
     )
     return js
@@ -248,6 +252,9 @@ def test_tenants_keep_their_own_annotations_and_everything_else() -> None:
         ),
         lambda js: js["metadata"]["annotations"].update({k.CHECKPOINT_INTERVAL_ANNOTATION: "1800"}),
         lambda js: js["metadata"]["annotations"].update({k.PREEMPTIBLE_ANNOTATION: "false"}),
+        lambda js: js["metadata"]["annotations"].update(
+            {k.CHECKPOINT_COMPLETED_AT_ANNOTATION: "2030-01-01T00:03:00Z"}
+        ),
         lambda js: js["metadata"]["labels"].pop(k.OPT_IN_LABEL),
         lambda js: js["spec"].update(suspend=True),
     ):
@@ -269,6 +276,31 @@ def test_the_policies_only_name_keys_the_controller_writes() -> None:
     """Keys in the policies and the keys the core writes are the same lists."""
     assert set(admission.NODE_STATE_ANNOTATIONS) == set(k.NODE_STATE_ANNOTATIONS)
     for key in admission.JOBSET_STATE_ANNOTATIONS:
-        assert key.startswith(f"{k.DOMAIN}/preempt")
-    tenant_keys = {k.PREEMPTIBLE_ANNOTATION, k.LAST_CHECKPOINT_ANNOTATION, k.CHECKPOINT_INTERVAL_ANNOTATION}
+        assert key.startswith((f"{k.DOMAIN}/preempt", f"{k.DOMAIN}/checkpoint-"))
+    assert set(k.CHECKPOINT_REQUEST_ANNOTATIONS) <= set(admission.JOBSET_STATE_ANNOTATIONS)
+    tenant_keys = {
+        k.PREEMPTIBLE_ANNOTATION,
+        k.LAST_CHECKPOINT_ANNOTATION,
+        k.CHECKPOINT_INTERVAL_ANNOTATION,
+        k.CHECKPOINT_COMPLETED_AT_ANNOTATION,
+    }
     assert tenant_keys.isdisjoint(admission.JOBSET_STATE_ANNOTATIONS)
+
+
+def test_the_workload_answers_a_checkpoint_request_but_cannot_forge_one() -> None:
+    """Only ``checkpoint-completed-at`` of the protocol is the workload's (core/maintenance.py)."""
+    asked = victim_jobset()
+    answer = edited(
+        asked, lambda js: js["metadata"]["annotations"].update({k.CHECKPOINT_COMPLETED_AT_ANNOTATION: "x"})
+    )
+    for who in (TENANT, TEAM_SA):
+        assert admit(JOBSET_POLICY, "UPDATE", answer, asked, who)[0]
+        assert admit(JOBSET_POLICY, "UPDATE", asked, answer, who)[0], "and may clear it"
+        moved = edited(
+            answer,
+            lambda js: js["metadata"]["annotations"].update(
+                {k.CHECKPOINT_REQUESTED_AT_ANNOTATION: "2029-12-31T00:00:00Z"}
+            ),
+        )
+        allowed, message = admit(JOBSET_POLICY, "UPDATE", moved, answer, who)
+        assert not allowed and k.CHECKPOINT_REQUESTED_AT_ANNOTATION in message

@@ -47,6 +47,13 @@ P_KEYS = {
     "unsafe_force_deletes",
 }
 POLICIES = {"recipe", "kueue_tas", "hotswap"}
+M_KEYS = {
+    "unplanned_downtime_s",
+    "planned_downtime_s",
+    "moves_at_checkpoint",
+    "moves_at_deadline",
+    "low_priority_lost_chip_hours",
+}
 
 
 def check_p(p: dict[str, Any]) -> None:
@@ -70,6 +77,7 @@ def test_mttr_bench_json_shape(capsys: pytest.CaptureFixture[str]) -> None:
         "unsafe_force_deletes",
         "chip_signals",
         "false_declarations",
+        "maintenance",
     }
     assert isinstance(doc["unsafe_force_deletes"], int)
     assert isinstance(doc["false_declarations"], int)
@@ -79,6 +87,14 @@ def test_mttr_bench_json_shape(capsys: pytest.CaptureFixture[str]) -> None:
         for c in by_kind.values():
             assert set(c) == {"mttr_p50_s", "mttr_p95_s", "pools_declared"}
             assert isinstance(c["pools_declared"], int)
+    assert set(doc["maintenance"]) == {*POLICIES, "hotswap_moves_off"}
+    for m in doc["maintenance"].values():
+        assert set(m) == M_KEYS
+        assert m["unplanned_downtime_s"] >= 0 and m["planned_downtime_s"] >= 0
+        assert isinstance(m["moves_at_checkpoint"], int) and isinstance(m["moves_at_deadline"], int)
+    for policy in ("recipe", "kueue_tas", "hotswap_moves_off"):
+        m = doc["maintenance"][policy]
+        assert m["planned_downtime_s"] == 0 and m["moves_at_checkpoint"] == m["moves_at_deadline"] == 0
     assert len(doc["ablation"]) == 6
     for label, by_kind in doc["ablation"].items():
         assert set(by_kind) == {"host_death", "kubelet_restart"}, label

@@ -7,7 +7,8 @@ beneficiary, hand a pool back before it recovered, or make the controller preemp
 JobSet. These policies let only the controller's service account set, change or remove them (on
 CREATE and UPDATE; a PATCH is admitted as an UPDATE of the patched object). Everything else about
 nodes and JobSets, including the tenant's own ``tpu-platform.dev/`` annotations (``preemptible``,
-``last-checkpoint-time``, ``checkpoint-interval-seconds``), stays writable as before.
+``last-checkpoint-time``, ``checkpoint-interval-seconds``, and ``checkpoint-completed-at``, the
+workload's answer to a maintenance checkpoint request), stays writable as before.
 
 admissionregistration.k8s.io/v1 (GA in Kubernetes 1.30). CEL variables as documented
 (https://kubernetes.io/docs/reference/access-authn-authz/validating-admission-policy/, and the
@@ -30,8 +31,11 @@ JOBSET_STATE_ANNOTATIONS: Final = (
     k.PREEMPTED_POOLS_ANNOTATION,
     k.PREEMPTION_REASON_ANNOTATION,
     k.PREEMPTION_COUNT_ANNOTATION,
+    *k.CHECKPOINT_REQUEST_ANNOTATIONS,
 )
-"""The preemption record the controller writes on a victim JobSet."""
+"""The preemption record the controller writes on a victim JobSet, and its side of the maintenance
+checkpoint protocol (a forged request time would make a stale answer count). The workload's answer,
+``checkpoint-completed-at``, is not among them: the workload writes it."""
 NODE_STATE_ANNOTATIONS: Final = k.NODE_STATE_ANNOTATIONS
 
 
@@ -91,7 +95,8 @@ def state_policies(controller_user: str) -> tuple[AdmissionPolicy, ...]:
     )
     jobset_message = (
         f"only the hotswap controller ({controller_user}) may set, change or remove the preemption "
-        f"record annotations {', '.join(JOBSET_STATE_ANNOTATIONS)}"
+        f"record and checkpoint request annotations {', '.join(JOBSET_STATE_ANNOTATIONS)} "
+        f"(the workload answers a request with {k.CHECKPOINT_COMPLETED_AT_ANNOTATION})"
     )
     nodes = {
         "failurePolicy": "Fail",

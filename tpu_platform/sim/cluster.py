@@ -36,6 +36,11 @@ class Cluster:
         self.occupancy_listeners: list[OccupancyListener] = []
         self.kickers: list[Callable[[], None]] = []
         self.watchers: list[Callable[[], None]] = []
+        self.annotation_listeners: list[Callable[[Workload, tuple[str, ...]], None]] = []
+        self.sigterm_checkpoint: Callable[[Workload], None] | None = None
+        """How a trainer told to stop on a healthy slice saves its work (set by the simulation): GKE's
+        drain and the controller's maintenance move both send SIGTERM with time to write it."""
+        """Told which keys a controller's JobSet annotation patch wrote (the workload may react)."""
         self.kubelet_listeners: list[Callable[[], None]] = []
         """Told when a kubelet stops or restarts: only its node Lease shows it (no watch event)."""
         self.force_deletes = 0

@@ -174,6 +174,8 @@ class Infra:
         self.save_checkpoint = save_checkpoint
         """Tells a JobSet to write a checkpoint now (a trainer's SIGTERM handler, given time to)."""
         self.toleration_s = cluster.t.toleration_s if toleration_s is None else toleration_s
+        self._pending: dict[str, list[float]] = {}
+        """Announced maintenance windows per pool that have not started yet."""
         """The pods' toleration of the unreachable/not-ready NoExecute taints (the policy's choice)."""
         cluster.pod_listeners.append(self._on_pod)
         for f in trace:
@@ -405,18 +407,31 @@ class Infra:
 
     # --- scheduled maintenance with notice -----------------------------------------------------------
     def _notice(self, f: Failure) -> None:
-        node = self.c.nodes.get(f.node)
-        if node is None:
+        """GKE labels the slice's nodes with the window start (epoch seconds). With several windows
+        announced, the label shows the next one; nodes that register later (after a repair) get it too."""
+        pool = f.node.rsplit("-n", 1)[0]
+        if pool not in self.c.pools:
             return
-        for name in sorted(self.c.pools[node.pool].nodes):
+        self._pending.setdefault(pool, []).append(f.at)
+        self._label(pool)
+
+    def _label(self, pool: str) -> None:
+        upcoming = [w for w in self._pending.get(pool, ()) if w >= self.c.now]
+        for name in sorted(self.c.pools[pool].nodes):
             member = self.c.nodes[name]
-            labels = {**member.api.labels, k.SCHEDULED_MAINTENANCE_LABEL: f"{f.at:.0f}"}
-            self.c.update_node(member, replace(member.api, labels=labels))
+            labels = {key: v for key, v in member.api.labels.items() if key != k.SCHEDULED_MAINTENANCE_LABEL}
+            if upcoming:
+                labels[k.SCHEDULED_MAINTENANCE_LABEL] = f"{min(upcoming):.0f}"
+            if labels != member.api.labels:
+                self.c.update_node(member, replace(member.api, labels=labels))
 
     def _maintenance(self, pool: Pool, kind: str) -> None:
         """The window starts: GKE cordons and drains the slice; trainers checkpoint on SIGTERM and exit;
         then the slice is down for ``maintenance_s``."""
         t = self.c.t
+        pending = self._pending.get(pool.name, [])
+        if self.c.now in pending:
+            pending.remove(self.c.now)
         for name in sorted(pool.nodes):
             node = self.c.nodes[name]
             self._report(node, kind)
@@ -523,6 +538,8 @@ class Infra:
             self._renew(existing)
         else:
             self.c.add_node(pool, index, ready_at=self.c.now)
+        if self._pending.get(pool_name):
+            self._label(pool_name)
         if len(pool.nodes) == pool.size and all(self.c.nodes[n].alive for n in pool.nodes):
             pool.repairing = False
             if self.obs.repair:

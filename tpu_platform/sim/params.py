@@ -128,6 +128,13 @@ class Timings:
     compute_api_error_rate: float = 0.05
     """chosen: share of Compute Engine reads that fail (503, deadline, 403 while a token rotates); a
     failed read confirms nothing and is retried at the next reconcile."""
+    checkpoint_never_answers: float = 0.1
+    """chosen: share of checkpoint requests (maintenance-aware moves) a workload never answers, as one
+    that does not implement the protocol; it is moved at the deadline without a fresh checkpoint."""
+    checkpoint_answer_min_s: float = 10.0
+    """chosen: the fastest a trainer writes the requested checkpoint and answers."""
+    checkpoint_answer_max_s: float = 300.0
+    """chosen: the slowest (a large model to persistent storage); answers are uniform in between."""
     incident_settle_s: float = 1800.0
     """chosen: an incident that has not interrupted a high-priority JobSet this long after it happened
     counts as a recovery of 0 s for it (e.g. a short kubelet restart that nothing reacted to)."""

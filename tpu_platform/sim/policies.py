@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from tpu_platform.hotswap.core import PoolMemory, Preemption, Settings, decide
+from tpu_platform.hotswap.core.maintenance import moving_pools, next_wake
 from tpu_platform.sim.cluster import Cluster
 from tpu_platform.sim.compute import ComputeApi
 from tpu_platform.sim.engine import Handle
@@ -118,11 +119,24 @@ class Hotswap:
         """No event marks a Lease that stops being renewed: the periodic reconcile finds it."""
         self._arm(self.c.t.reconcile_interval_s)
 
+    def _wake(self) -> None:
+        """A maintenance notice's next request time or deadline comes without a watch event: the
+        adapter's periodic reconcile finds it; here a timer stands in for that."""
+        due = next_wake((n.api for n in self.c.nodes.values()), self.settings, self.c.now)
+        if due is not None:
+            self._arm(due - self.c.now)
+
+    def _idle(self) -> bool:
+        return quiescent(self.c, leases=self.leases, settings=self.settings) and not self.snapshots.lingers(
+            self.c.now
+        )
+
     def _reconcile(self) -> None:
         self._next = None
-        idle = quiescent(self.c, leases=self.leases) and not self.snapshots.lingers(self.c.now)
+        idle = self._idle()
         if idle and not self.verify_idle:
             self.stats.skipped_idle += 1
+            self._wake()
             return
         snap = self.snapshots.build()
         t0 = time.perf_counter()
@@ -137,7 +151,9 @@ class Hotswap:
         stats.held += int(decision.held)
         stats.preemptions.extend(decision.preemptions)
         self.memory = decision.memory
-        stats.actions.update(apply(self.c, decision.actions))
+        stats.actions.update(apply(self.c, decision.actions, moving=moving_pools(decision.pools)))
         stats.track(snap.now, {p.name: p.declared for p in decision.pools})
-        if not quiescent(self.c, leases=self.leases) or self.snapshots.lingers(self.c.now):
+        if not self._idle():
             self._arm(self.c.t.reconcile_interval_s)
+        else:
+            self._wake()

@@ -9,7 +9,9 @@ from dataclasses import dataclass, field
 
 from tpu_platform.config import PlatformConfig
 from tpu_platform.hotswap.core import Settings, settings_from_mapping
+from tpu_platform.sim.checkpoints import CheckpointResponder
 from tpu_platform.sim.cluster import Cluster
+from tpu_platform.sim.downtime import Downtime, Tee
 from tpu_platform.sim.engine import Engine
 from tpu_platform.sim.infra import Failure, Infra, Observer
 from tpu_platform.sim.jobset import JobSetController
@@ -60,6 +62,8 @@ class Result:
     events: int
     wall_s: float
     log: list[tuple[float, str]] | None = None
+    downtime: Downtime | None = None
+    """High-priority downtime, planned moves at a checkpoint apart from the rest."""
 
 
 def stack_settings(cfg: PlatformConfig) -> Settings:
@@ -114,7 +118,10 @@ class Simulation:
             start=s.measure_from,
             settle_s=s.timings.incident_settle_s,
         )
-        self.jobsets = JobSetController(c, m, release=self._release)
+        self.downtime = Downtime(high_priority=s.top_priority)
+        self.jobsets = JobSetController(c, Tee(m, self.downtime), release=self._release)
+        self.checkpoints = CheckpointResponder(c, self.jobsets.save_checkpoint, seed=s.seed)
+        c.sigterm_checkpoint = self.jobsets.save_checkpoint
         self.kueue = Kueue(
             c,
             s.queues,
@@ -202,6 +209,7 @@ class Simulation:
         t0 = time.perf_counter()
         self.engine.run(self.scenario.end)
         self.metrics.close(self.scenario.end)
+        self.downtime.close(self.scenario.end)
         controller = self.policy.stats if isinstance(self.policy, Hotswap) else None
         summary = summarize(
             self.metrics,
@@ -219,6 +227,7 @@ class Simulation:
             events=self.engine.fired,
             wall_s=time.perf_counter() - t0,
             log=self.engine.log,
+            downtime=self.downtime,
         )
 
 

@@ -28,7 +28,9 @@ from tpu_platform.hotswap.core import (
 from tpu_platform.hotswap.core import constants as k
 from tpu_platform.hotswap.core.apply import patch_node
 from tpu_platform.hotswap.core.health import chips_withdrawn
+from tpu_platform.hotswap.core.maintenance import request_at, window_start
 from tpu_platform.hotswap.core.model import RUNNING
+from tpu_platform.sim.checkpoints import CAUSE_MOVE, answered_before
 from tpu_platform.sim.cluster import Cluster
 from tpu_platform.sim.compute import ComputeApi
 from tpu_platform.sim.model import CAUSE_CONTROLLER, CAUSE_FAILURE, SimNode, SimPod, Workload
@@ -165,7 +167,7 @@ class SnapshotBuilder:
         )
 
 
-def quiescent(c: Cluster, *, leases: bool = False) -> bool:
+def quiescent(c: Cluster, *, leases: bool = False, settings: Settings | None = None) -> bool:
     """Nothing the controller could act on: every slice complete, every node Ready with no taint but
     GKE's TPU taint and no controller state, no pod pending or terminating, and with ``leases`` (the
     Lease signal on) every kubelet alive, since a dead one's Lease goes stale before its Ready does.
@@ -174,6 +176,10 @@ def quiescent(c: Cluster, *, leases: bool = False) -> bool:
     terminating pod, preemption an unschedulable one, health patches a problem or stored state), so
     the simulated controller only reconciles on the next watch event. The hotswap policy's
     ``verify_idle`` mode checks this claim on every skipped reconcile.
+
+    With ``settings`` (maintenance-aware moves on), a node whose scheduled maintenance has reached its
+    checkpoint request time is not quiescent either: the protocol has something to do until the
+    window (``core/maintenance.py``); earlier notices change nothing yet.
     """
     for pool in c.pools.values():
         if len(pool.nodes) != pool.size:
@@ -190,11 +196,31 @@ def quiescent(c: Cluster, *, leases: bool = False) -> bool:
             return False
         if api.annotations and any(key in api.annotations for key in _STATE_ANNOTATIONS):
             return False
+        if settings is not None and settings.maintenance_moves:
+            w = window_start(api)
+            if w is not None and c.now >= request_at(w, settings):
+                return False
     return all(p.node is not None and not p.terminating and p.termination is None for p in c.pods.values())
 
 
-def apply(c: Cluster, actions: Iterable[Action]) -> Counter[str]:
-    """Apply the core's actions to the simulated cluster; returns counts per action kind."""
+def _move(c: Cluster, pod: SimPod) -> None:
+    """A maintenance move evicts a pod on a healthy slice. A trainer that answered the checkpoint
+    request has just saved and exits at once (``Timings.pod_termination_s``; the seconds since its
+    answer are lost); one that did not gets SIGTERM like GKE's drain and saves before it exits
+    (``Timings.sigterm_checkpoint_s``)."""
+    w = c.workloads.get(pod.workload)
+    if w is not None and answered_before(w, c.now):
+        c.delete_pod(pod, CAUSE_MOVE, disruption="EvictionByEvictionAPI")
+        return
+    if w is not None and c.sigterm_checkpoint is not None and c.kubelet_alive(pod):
+        c.sigterm_checkpoint(w)
+    c.delete_pod(pod, CAUSE_MOVE, disruption="EvictionByEvictionAPI", exit_after=c.t.sigterm_checkpoint_s)
+
+
+def apply(c: Cluster, actions: Iterable[Action], *, moving: frozenset[str] = frozenset()) -> Counter[str]:
+    """Apply the core's actions to the simulated cluster; returns counts per action kind. Fail-fast
+    evictions on ``moving`` pools (a maintenance move, ``core/maintenance.py``) stop their runs with
+    cause :data:`~tpu_platform.sim.checkpoints.CAUSE_MOVE`."""
     counts: Counter[str] = Counter()
     for action in actions:
         match action:
@@ -208,10 +234,17 @@ def apply(c: Cluster, actions: Iterable[Action]) -> Counter[str]:
                 if w is not None and w.uid == action.uid:
                     w.annotations.update(dict(action.annotations))
                     counts["annotate"] += 1
+                    keys = tuple(key for key, _ in action.annotations)
+                    for listener in c.annotation_listeners:
+                        listener(w, keys)
             case EvictPod():
                 pod = c.pods.get(action.key)
                 if pod is not None and pod.uid == action.uid and not pod.terminating:
                     cause = CAUSE_FAILURE if action.cause is EvictionCause.FAIL_FAST else CAUSE_CONTROLLER
+                    if action.cause is EvictionCause.FAIL_FAST and action.pool in moving:
+                        _move(c, pod)
+                        counts["evict-maintenance-move"] += 1
+                        continue
                     c.delete_pod(pod, cause, disruption="EvictionByEvictionAPI")
                     counts[f"evict-{action.cause.value}"] += 1
             case ForceDeletePod():

@@ -64,6 +64,25 @@ PREEMPTED_POOLS_ANNOTATION: Final = f"{DOMAIN}/preempted-pools"
 PREEMPTION_REASON_ANNOTATION: Final = f"{DOMAIN}/preemption-reason"
 PREEMPTION_COUNT_ANNOTATION: Final = f"{DOMAIN}/preemption-count"
 
+# --- maintenance checkpoint protocol, on a managed JobSet (core/maintenance.py) --------------------
+CHECKPOINT_REQUESTED_AT_ANNOTATION: Final = f"{DOMAIN}/checkpoint-requested-at"
+"""Written by the controller: it asks the workload for a checkpoint now (RFC 3339)."""
+CHECKPOINT_DEADLINE_ANNOTATION: Final = f"{DOMAIN}/checkpoint-deadline"
+"""Written by the controller: when the work is moved anyway, answered or not (RFC 3339)."""
+CHECKPOINT_REQUEST_REASON_ANNOTATION: Final = f"{DOMAIN}/checkpoint-request-reason"
+CHECKPOINT_REQUEST_POOLS_ANNOTATION: Final = f"{DOMAIN}/checkpoint-request-pools"
+"""Comma-separated node pools whose scheduled maintenance prompted the request."""
+CHECKPOINT_COMPLETED_AT_ANNOTATION: Final = f"{DOMAIN}/checkpoint-completed-at"
+"""Written by the workload once the requested checkpoint is durable (RFC 3339 or epoch seconds): the
+only annotation of the protocol a tenant may write."""
+CHECKPOINT_REQUEST_ANNOTATIONS: Final = (
+    CHECKPOINT_REQUESTED_AT_ANNOTATION,
+    CHECKPOINT_DEADLINE_ANNOTATION,
+    CHECKPOINT_REQUEST_REASON_ANNOTATION,
+    CHECKPOINT_REQUEST_POOLS_ANNOTATION,
+)
+"""The controller's side of the protocol (admission keeps it the controller's)."""
+
 # --- what GKE and Kubernetes put on nodes -----------------------------------------------------------
 NODEPOOL_LABEL: Final = "cloud.google.com/gke-nodepool"
 TPU_ACCELERATOR_LABEL: Final = "cloud.google.com/gke-tpu-accelerator"

@@ -431,8 +431,11 @@ def plan_preemptions(
     settings: Settings,
     now: float,
     failing: frozenset[str],
+    *,
+    avoid: frozenset[str] = frozenset(),
 ) -> PreemptionPlan:
-    """Decide preemptions; ``failing`` are JobSets already restarting or being failed fast now."""
+    """Decide preemptions; ``failing`` are JobSets already restarting or being failed fast now.
+    ``avoid`` are pools no victim's slice is taken from (maintenance due too soon to be useful)."""
     plan = PreemptionPlan([], [], [], [], [])
     benes = _beneficiaries(idx, settings, now, plan.notes)
     reservations = read_reservations(idx, settings, now, plan.notes)
@@ -474,6 +477,7 @@ def plan_preemptions(
         failing=failing,
         reservations=reservations,
         reserved_victims=reserved_victims,
+        avoid=avoid,
     )
     queues: dict[Shape, _Queue] = {}
 
@@ -640,6 +644,7 @@ def _candidates(
     failing: frozenset[str],
     reservations: Mapping[str, Reservation],
     reserved_victims: set[str],
+    avoid: frozenset[str] = frozenset(),
 ) -> dict[str, _Victim]:
     """Every JobSet that may be preempted, with the pools of its shape it alone occupies."""
     out: dict[str, _Victim] = {}
@@ -664,6 +669,7 @@ def _candidates(
             pool = idx.pools[name]
             if (
                 statuses[name].usable
+                and name not in avoid
                 and name not in idx.nominated_pools
                 and name not in reservations
                 and pool.topology == js.topology

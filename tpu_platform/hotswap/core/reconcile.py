@@ -18,6 +18,7 @@ from tpu_platform.hotswap.core.health import (
 )
 from tpu_platform.hotswap.core.index import ClusterIndex
 from tpu_platform.hotswap.core.inputs import Rejection
+from tpu_platform.hotswap.core.maintenance import avoided_pools, plan_maintenance
 from tpu_platform.hotswap.core.model import Pod, Snapshot
 from tpu_platform.hotswap.core.preemption import Preemption, plan_preemptions
 from tpu_platform.hotswap.core.settings import Settings
@@ -75,6 +76,9 @@ def decide(
         found = detector.problems(node, now)
         if found:
             problems[node.name] = found
+    maintenance = plan_maintenance(idx, s, now)
+    for name, extra in maintenance.problems.items():
+        problems.setdefault(name, []).extend(extra)
 
     actions: list[Action] = []
     statuses: dict[str, PoolStatus] = {}
@@ -131,6 +135,9 @@ def decide(
             suspects=tuple(suspects),
         )
 
+    notes.extend(maintenance.notes)
+    actions.extend(maintenance.annotations)
+    actions.extend(maintenance.events)
     evictions: dict[str, EvictPod] = {}
     evicted: list[Pod] = []
     if s.fail_fast:
@@ -149,7 +156,7 @@ def decide(
             | {p.jobset for p in idx.terminating if p.jobset is not None}
             | {key for key, pods in idx.pods_by_jobset.items() if any(p.terminating for p in pods)}
         )
-        plan = plan_preemptions(idx, statuses, s, now, failing)
+        plan = plan_preemptions(idx, statuses, s, now, failing, avoid=avoided_pools(idx, s, now))
         for e in plan.evictions:
             evictions.setdefault(e.key, e)
         actions.extend(plan.annotations)

@@ -166,6 +166,50 @@ class Settings:
             "duration",
         ),
     )
+    maintenance_moves: bool = field(
+        default=True,
+        metadata=_doc(
+            """Move managed work off a slice before its scheduled maintenance, at a checkpoint
+            (core/maintenance.py): ask the JobSet for a checkpoint maintenance_checkpoint_seconds before
+            the move deadline (window start - maintenance_move_lead_seconds), and move it (taint the pool,
+            fail fast, preempt lower priority if needed) as soon as it answers, or at the deadline.
+            Off: the window is handled as any other failure signal (maintenance_lead_seconds).""",
+            "bool",
+        ),
+    )
+    maintenance_move_lead_seconds: float = field(
+        default=300.0,
+        metadata=_doc(
+            """The move deadline is this long before the window starts (the
+            cloud.google.com/scheduled-maintenance-time label). The workload's pods must be gone before
+            GKE drains the slice: eviction, the default 30 s terminationGracePeriodSeconds, a trainer that
+            still saves on SIGTERM, and a few reconciles; 5 min covers them, while the slice idles at most
+            this long before its window.""",
+            "duration",
+        ),
+    )
+    maintenance_checkpoint_seconds: float = field(
+        default=300.0,
+        metadata=_doc(
+            """The checkpoint is requested this long before the move deadline, so the move comes at
+            most this plus maintenance_move_lead_seconds (10 min) before the window. Every minute
+            earlier holds one slice more out of the fleet: in the benchmark (controller README,
+            Maintenance-aware moves) 900 s raised lower-priority work lost above the recipe's, 300 s
+            did not. A workload whose checkpoint takes longer than 5 min should be given more, or is
+            moved at the deadline with its SIGTERM grace period. Notices come 7 days ahead; a request
+            made days early would idle the slice for days.""",
+            "duration",
+        ),
+    )
+    maintenance_avoid_seconds: float = field(
+        default=7200.0,
+        metadata=_doc(
+            """A slice whose scheduled maintenance starts within this is not taken from a lower-priority
+            victim for managed work: the work would restart (compile, restore) only to be moved again.
+            Two hours is two advised (hourly) checkpoint intervals of useful run.""",
+            "duration",
+        ),
+    )
     fail_fast: bool = field(
         default=True,
         metadata=_doc(
