@@ -272,3 +272,22 @@ def test_an_event_is_not_sent_for_writes_that_failed() -> None:
     results = applier.apply([evict, event], snap)
     assert [r.outcome for r in results] == [Outcome.FAILED, Outcome.SKIPPED]
     assert not [w for w in api.writes() if w[0] == "create_event"]
+
+
+def test_a_failed_taint_is_retried_at_the_next_tick_however_often_it_failed() -> None:
+    """Node patches back off at most 1.2 s (1 s + 20 % jitter): a pool's taint never waits out a
+    backoff grown by earlier faults, while other writes keep their longer one."""
+    now = [0.0]
+    api, applier, snap = setup(node_obj("n1", "a"))
+    applier.node_backoff.clock = applier.backoff.clock = lambda: now[0]
+    taint = PatchNode("n1", "a", add_taints=(OWN_TAINT,), reason="unhealthy")
+    api.fail["patch_node"] = [ApiError(503, "Unavailable")] * 20
+    for _ in range(20):
+        [r] = applier.apply([taint], snap)
+        assert r.outcome in (Outcome.FAILED, Outcome.BACKOFF)
+        assert applier.node_backoff.waiting("node/n1") <= 1.2
+        now[0] += 2.0  # the default reconcile interval
+    assert len([w for w in api.writes() if w[0] == "patch_node"]) == 20, "every tick retried it"
+    for _ in range(10):
+        applier.backoff.failed("pod/ml/p0")
+    assert applier.backoff.waiting("pod/ml/p0") > 4.0, "evictions keep the longer backoff"

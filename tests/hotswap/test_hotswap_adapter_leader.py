@@ -111,3 +111,45 @@ def test_release_hands_over_without_waiting_for_expiry() -> None:
 def test_timings_must_be_ordered() -> None:
     with pytest.raises(ValueError, match="retry_period < renew_deadline < lease_duration"):
         LeaderElector(FakeApi(), namespace=NS, name=NAME, identity="a", renew_deadline=20.0)
+
+
+def slow_reads(api: FakeApi, clock: Clock, seconds: float) -> None:
+    """Every lease read takes ``seconds`` (a slow API server), by the elector's clock."""
+    read = api.get_lease
+
+    def get_lease(namespace: str, name: str, *, timeout: float | None = None) -> object:
+        clock.t += seconds
+        return read(namespace, name, timeout=timeout)
+
+    api.get_lease = get_lease  # type: ignore[method-assign,assignment]
+
+
+def test_a_renewal_that_just_succeeded_reopens_the_fence_at_once() -> None:
+    """Timed from the update, not from the slow read before it: the fence opens as the renewal
+    lands, and still closes renew deadline - retry period after the update was sent."""
+    api, clock = FakeApi(), Clock()
+    a = elector(api, clock, "a")
+    assert a.try_acquire_or_renew() and a.may_write()
+    clock.t += 8.5  # renewals failed meanwhile: the fence (10 - 2 s) is closed, still leading
+    assert a.is_leader() and not a.may_write()
+    slow_reads(api, clock, 2.0)
+    sent = clock.t + 2.0
+    assert a.try_acquire_or_renew()
+    assert a.may_write(), "open right after the renewal, though its read took 2 s"
+    clock.t = sent + 7.9
+    assert a.may_write()
+    clock.t = sent + 8.0
+    assert not a.may_write(), "closed renew deadline - retry period after the update was sent"
+
+
+def test_a_candidate_that_just_acquired_may_write_at_once() -> None:
+    api, clock = FakeApi(), Clock()
+    a, b = elector(api, clock, "a"), elector(api, clock, "b")
+    a.try_acquire_or_renew()
+    b.try_acquire_or_renew()
+    clock.t += 15.1
+    slow_reads(api, clock, b.request_timeout)
+    assert b.try_acquire_or_renew(), "a expired: b takes over"
+    assert b.may_write(), "b writes in its first reconcile, though its read took the whole timeout"
+    clock.t += 7.9
+    assert b.may_write(), "the whole fence window counts from the update"

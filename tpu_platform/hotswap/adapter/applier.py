@@ -17,8 +17,9 @@ process is not shutting down), checked per write, not per batch: a renewal lost 
 batch stops the rest of it at once. A failed write never stops the batch: each action gets its own
 outcome, and a target that failed with a retryable error (transport, 429, 5xx) waits out its own
 exponential backoff (:class:`~tpu_platform.hotswap.adapter.ratelimit.ItemBackoff`, Retry-After as a
-floor) while the rest proceed. An Event is only sent when the writes it reports were all applied:
-no Event claims an eviction, a taint or a preemption that was not issued.
+floor) while the rest proceed; node patches have a backoff of their own capped at 1 s, so a held or
+failed taint is retried at the next reconcile tick. An Event is only sent when the writes it
+reports were all applied: no Event claims an eviction, a taint or a preemption that was not issued.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 
 from tpu_platform.hotswap.adapter.api import JOBSET_GROUP, JOBSET_VERSION, JSON, ApiError, KubeApi
-from tpu_platform.hotswap.adapter.ratelimit import ItemBackoff
+from tpu_platform.hotswap.adapter.ratelimit import NODE_PATCH_BACKOFF_MAX_SECONDS, ItemBackoff
 from tpu_platform.hotswap.core import constants as k
 from tpu_platform.hotswap.core.actions import (
     Action,
@@ -224,6 +225,7 @@ class Applier:
         clock: Callable[[], float] = time.time,
         may_write: Callable[[], bool] = lambda: True,
         backoff: ItemBackoff | None = None,
+        node_backoff: ItemBackoff | None = None,
     ) -> None:
         self.api = api
         self.identity = identity
@@ -231,6 +233,13 @@ class Applier:
         self.clock = clock
         self.may_write = may_write
         self.backoff = backoff if backoff is not None else ItemBackoff()
+        self.node_backoff = (
+            node_backoff if node_backoff is not None else ItemBackoff(cap=NODE_PATCH_BACKOFF_MAX_SECONDS)
+        )
+
+    def backoff_for(self, action: Action) -> ItemBackoff:
+        """Node patches back off briefly (the taint must not wait); every other write longer."""
+        return self.node_backoff if isinstance(action, PatchNode) else self.backoff
 
     def apply(self, actions: Sequence[Action], snapshot: Snapshot) -> list[ApplyResult]:
         """Apply in order; every action gets an outcome, failures are retried by a later reconcile."""
@@ -291,9 +300,10 @@ class Applier:
     ) -> ApplyResult:
         """Backoff and fence checks around one write, and the backoff bookkeeping after it."""
         key = target(action)
+        backoff = self.backoff_for(action)
 
         def gate() -> ApplyResult | None:
-            wait = self.backoff.waiting(key)
+            wait = backoff.waiting(key)
             if wait > 0:
                 return ApplyResult(action, Outcome.BACKOFF, f"retry in {wait:.1f}s")
             if not self.may_write():
@@ -302,9 +312,9 @@ class Applier:
 
         result = self._apply_one(action, nodes, untainted_pools, unrecorded, failed_evictions, gate=gate)
         if result.outcome in (Outcome.APPLIED, Outcome.GONE, Outcome.CONFLICT):
-            self.backoff.forget(key)
+            backoff.forget(key)
         elif result.outcome in (Outcome.FAILED, Outcome.BLOCKED):
-            self.backoff.failed(key, result.retry_after, escalate=result.status != 0)
+            backoff.failed(key, result.retry_after, escalate=result.status != 0)
         return result
 
     def _apply_one(

@@ -17,10 +17,14 @@ Model: ``k8s.io/client-go/tools/leaderelection/leaderelection.go`` (client-go v0
   ``OnStoppedLeading`` (which controllers make fatal), the process stops writing at once and exits,
   so Kubernetes restarts it clean.
 - Fencing (:meth:`LeaderElector.may_write`): a write is issued only while the last successful
-  renewal, timed from *before* its request was sent, is younger than ``RenewDeadline`` minus a
-  margin (:attr:`LeaderElector.write_margin`, default one retry period). Another candidate can
-  only take over ``LeaseDuration`` after it saw that renewal, so a fenced write reaches the server
-  at least ``LeaseDuration - RenewDeadline + margin`` (7 s by default) before anyone else may lead.
+  renewal, timed from just *before* its update (or create) request was sent, is younger than
+  ``RenewDeadline`` minus a margin (:attr:`LeaderElector.write_margin`, default one retry period).
+  Another candidate can only take over ``LeaseDuration`` after it saw that renewal, which landed
+  after it was sent, so a fenced write reaches the server at least ``LeaseDuration -
+  RenewDeadline + margin`` (7 s by default) before anyone else may lead. Timing from the update
+  rather than from the read before it keeps a slow read from eating the fence: a renewal that has
+  just succeeded re-opens it at once, and so does a first acquisition, whose writes can go out in
+  the first reconcile.
 - The elector thread never releases the lease; the process does once, after its last write has
   returned (:meth:`LeaderElector.release` is idempotent, so there is no second release and 409).
 """
@@ -135,14 +139,13 @@ class LeaderElector:
         """One attempt; never raises. True if this process leads afterwards."""
         if self.lost.is_set() or self._released:
             return False
-        started = self.clock()
         try:
             lease = self.api.get_lease(self.namespace, self.name, timeout=self.request_timeout)
         except Exception as err:  # noqa: BLE001 - the elector survives every failure
             log.warning("lease read failed", extra={"fields": {"error": f"{type(err).__name__}: {err}"}})
             return self.is_leader()
         if lease is None:
-            return self._write(None, started, holder="", transitions=0)
+            return self._write(None, holder="", transitions=0)
         spec = lease.get("spec") or {}
         holder = str(spec.get("holderIdentity") or "")
         try:
@@ -160,9 +163,10 @@ class LeaderElector:
                     self._lose(f"lease held by {holder}")
                 self.is_leader()
                 return False
-        return self._write(lease, started, holder=holder, transitions=transitions)
+        return self._write(lease, holder=holder, transitions=transitions)
 
-    def _write(self, lease: JSON | None, started: float, *, holder: str, transitions: int) -> bool:
+    def _write(self, lease: JSON | None, *, holder: str, transitions: int) -> bool:
+        started = self.clock()  # before the request is sent: the renewal cannot count from later
         stamp = micro_time(self.wall_clock())
         spec: JSON = dict((lease or {}).get("spec") or {})
         spec.update(
