@@ -287,3 +287,23 @@ def test_liveness_fails_when_a_watch_thread_dies(double: ApiDouble) -> None:
     dead.join()
     c.watch_thread(dead)
     assert not c.alive()
+
+
+def test_after_an_outage_a_quiet_cache_is_fresh_within_one_backoff_step() -> None:
+    """No object changes and no bookmark for 60 s: resuming the watch would prove nothing until
+    one came; the stale cache lists again on its first attempt after the outage instead."""
+    with ApiDouble(bookmark_interval=60.0) as d:
+        seed_cluster(d)
+        cache = node_cache(d)
+        stop = threading.Event()
+        t = run_in_thread(cache.run, stop)
+        assert wait_for(cache.fresh, 5)
+        d.stop()
+        assert wait_for(lambda: not cache.fresh(), 10), "refused three times in a row: stale"
+        lists = cache.lists
+        d.start()
+        assert wait_for(cache.fresh, 8), "fresh again from a list, not from a bookmark a minute away"
+        assert cache.lists == lists + 1
+        stop.set()
+        d.close_watches()
+        t.join(5)
