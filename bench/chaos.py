@@ -29,7 +29,8 @@ writes, cut watches) do not excuse an episode: surviving them is the controller'
 
 Faults come from three sources: every request meets one with probability
 :data:`REQUEST_FAULT_RATE`; one-off request faults are armed at :data:`ARMED_FAULTS_PER_SECOND`
-(a rate in time, so the count does not fall when outages leave fewer requests); and cluster-level
+(a rate in time: each fires on the next request, whatever it is, or lapses after FAULT_TTL, so
+the count grows with the run's length rather than with the traffic outages leave); and cluster-level
 faults (compactions, outages, SIGTERM of the leader, a Lease takeover) come at ``rate`` a second.
 
     python -m bench.chaos            # ~9 min, >= 1,000 injected faults
@@ -70,8 +71,8 @@ WORLD_STEP_SECONDS = 0.25
 REQUEST_FAULT_RATE = 0.2
 """Share of API requests that meet a fault (status, reset, slow write, watch cut)."""
 ARMED_FAULTS_PER_SECOND = 1.0
-"""One-off request faults armed per second of the run (each fires on the next request it matches,
-or expires after FAULT_TTL)."""
+"""One-off request faults armed per second of the run (each fires on the next request, or lapses
+after FAULT_TTL)."""
 RECONCILE_INTERVAL = 0.5
 ACT_NEEDS = T_BAD + RECONCILE_INTERVAL + RETRY_PERIOD
 """Seconds a leader must be able to reach the API, without a break, for an untainted episode to
@@ -277,6 +278,8 @@ class Chaos:
         self.stretches: list[Stretch] = []
         self._able: tuple[str, float] | None = None
         self._last_sample = time.monotonic()
+        self._armed: list[float] = []
+        """Expiry times of the armed one-off faults, oldest first."""
         self._sigtermed: dict[str, object] = {}
         """The process each replica was last sent SIGTERM in (it stops deciding at once)."""
 
@@ -355,7 +358,14 @@ class Chaos:
     def request_fault(self, req: Request) -> Fault | None:
         """The background schedule: each request fails with probability REQUEST_FAULT_RATE."""
         with self._lock:
-            if not self.faulting or self.rng.random() >= REQUEST_FAULT_RATE:
+            if not self.faulting:
+                return None
+            now = time.monotonic()
+            while self._armed and self._armed[0] <= now:
+                self._armed.pop(0)
+            if self._armed:
+                self._armed.pop(0)
+            elif self.rng.random() >= REQUEST_FAULT_RATE:
                 return None
             return self._draw(req.verb, write=req.write)
 
@@ -373,14 +383,13 @@ class Chaos:
         return Fault(status=code, retry_after=1 if code == 429 else None, label=f"http_{code}")
 
     def arm(self) -> None:
-        """Arm one one-off fault for the next request of a random verb (not lease calls: the
-        background schedule and the takeover already fault those)."""
+        """Arm one fault for the next request, whatever it is (or none, if none comes within
+        FAULT_TTL): the mix of requests it lands on is the controller's own traffic, as with the
+        background schedule, and its kind is drawn to fit that request."""
         with self._lock:
-            verb = self.rng.choices(["list", "watch", "patch", "evict", "create"], weights=[2, 3, 1, 1, 1])[0]
-            fault = self._draw(verb, write=verb in ("patch", "evict", "create"))
-        fault.verbs = (verb,)
-        fault.resources = ("nodes", "pods", "jobsets", "events")
-        self.add(fault)
+            now = time.monotonic()
+            self._armed = [t for t in self._armed if t > now]
+            self._armed.append(now + FAULT_TTL)
 
     def inject(self, now: float) -> None:
         kind = self.rng.choices(["compact", "outage", "sigterm", "takeover"], weights=[8, 3, 2, 2])[0]
@@ -506,6 +515,7 @@ class Chaos:
         settle = time.monotonic() + LEASE_DURATION + RETRY_PERIOD + 10
         self._intruder = None
         self.faulting = False
+        self._armed.clear()
         self.api.faults.clear()
         while time.monotonic() < settle:
             for r in self.replicas:

@@ -221,3 +221,21 @@ def test_a_cache_stale_through_failures_relists_and_is_fresh_at_once() -> None:
         cache.watch_once()
     assert cache.lists == lists + 1, "relisted instead of resuming"
     assert seen == [True], "fresh from the list, before the watch delivered anything"
+
+
+def test_a_410_error_event_proves_nothing_about_the_watch() -> None:
+    """Compacted: each watch opens into an ERROR 410 and the relist fails. That is a failing cache,
+    not a streaming one: the failures add up to stale and the backoff keeps growing."""
+    api, cache, _ = make()
+    cache.backoff = Backoff(initial=0.8, cap=4.0, jitter=0.0, clock=lambda: 0.0)
+    cache.relist()
+    gone = {"type": "ERROR", "object": {"code": 410, "reason": "Expired"}}
+    api.watch_streams["nodes"] = [[gone] for _ in range(3)]
+    api.fail["list_objects"] = [ApiError(429, "TooManyRequests", retry_after=1.0)] * 3
+    for _ in range(3):
+        with pytest.raises(ApiError):
+            cache.watch_once()
+        cache.failures += 1  # as run() counts them
+        cache.backoff.next()
+    assert cache.failures == 3 and not cache.fresh()
+    assert cache.backoff.next() == 4.0, "never reset by the ERROR events"

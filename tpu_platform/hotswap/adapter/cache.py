@@ -22,7 +22,9 @@ Modelled on client-go's ``tools/cache/reflector.go``:
   (``exponentialBackoffManagerImpl.getNextBackoff`` in apimachinery ``pkg/util/wait/backoff.go``
   v0.34.1; the reflector never resets it itself), so under a steady trickle of faults its backoff
   stays near the cap while its watches work; this reset is the deliberate difference. It cannot
-  drive a hot loop: each reset needs a watch that opened and streamed an object.
+  drive a hot loop: each reset needs a watch that opened and streamed an object. An ERROR event
+  (410 on a compacted resourceVersion, say) proves nothing: it neither resets the backoff nor the
+  failure count, so a relist that keeps failing after a compaction still makes the cache stale.
 - A cache that went stale through failures (after an outage, say) lists again on its next
   attempt instead of resuming the watch, and a successful list makes it fresh at once: a quiet
   watch could otherwise stay open for a bookmark period (about a minute) before it proves the
@@ -61,6 +63,9 @@ BACKOFF_INITIAL_SECONDS = 0.8
 BACKOFF_MAX_SECONDS = 4.0
 BACKOFF_RESET_SECONDS = 120.0
 SHORT_WATCH_SECONDS = 1.0
+OBJECT_EVENTS = ("ADDED", "MODIFIED", "DELETED")
+"""Events that carry an object: only they prove a watch healthy (an ERROR event, e.g. 410 on a
+compacted resourceVersion, is the server refusing the watch; a BOOKMARK carries no object)."""
 log = logging.getLogger("hotswap.cache")
 
 
@@ -285,11 +290,12 @@ class WatchCache(Generic[T]):
         try:
             stream = self.api.watch_objects(self.resource, self.resource_version, self.watch_timeout_seconds)
             for event in stream:
-                if not self._streaming:
+                kind = event.get("type")
+                if kind != "ERROR" and not self._streaming:
                     self._streaming = True
                     self.failures = 0
                     self._contact()
-                if event.get("type") != "BOOKMARK":
+                if kind in OBJECT_EVENTS:
                     events += 1
                 if not self.apply_event(event):
                     raise _WatchEnded("expired")
