@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from tests.hotswap.hotswap_fakes import FakeApi, json_patch, node_obj
 from tpu_platform.hotswap.adapter.api import ApiError
-from tpu_platform.hotswap.adapter.applier import Applier, Outcome, event_body, node_patch
+from tpu_platform.hotswap.adapter.applier import Applier, Outcome, event_body, node_patch, taints_first
 from tpu_platform.hotswap.adapter.convert import node_from_api
 from tpu_platform.hotswap.core import (
     AnnotateJobSet,
@@ -291,3 +291,40 @@ def test_a_failed_taint_is_retried_at_the_next_tick_however_often_it_failed() ->
     for _ in range(10):
         applier.backoff.failed("pod/ml/p0")
     assert applier.backoff.waiting("pod/ml/p0") > 4.0, "evictions keep the longer backoff"
+
+
+def test_a_batch_past_its_time_budget_defers_the_rest_and_reports_nothing_unissued() -> None:
+    """A backlog behind the QPS limit must not keep a new failure from being decided: writes not
+    issued by the deadline are deferred (no backoff, no Event for them), the next pass decides."""
+    now = [0.0]
+    api, applier, snap = setup(node_obj("n1", "a"), node_obj("n2", "b"))
+    applier.monotonic = lambda: now[0]
+    api.objects["pods"]["ml/p0"] = {"metadata": {"name": "p0", "namespace": "ml", "uid": "uid-p0"}}
+    patch_node = api.patch_node
+
+    def slow_patch(name: str, ops: list) -> object:
+        now[0] += 0.6
+        return patch_node(name, ops)
+
+    api.patch_node = slow_patch  # type: ignore[method-assign,assignment]
+    a = PatchNode("n1", "a", add_taints=(OWN_TAINT,), reason="unhealthy")
+    b = PatchNode("n2", "b", add_taints=(OWN_TAINT,), reason="unhealthy")
+    evict = EvictPod("ml", "p0", "uid-p0", EvictionCause.FAIL_FAST, node="n2", pool="b", jobset="ml/j")
+    event = EmitEvent("Node", "", "n2", "", "Warning", "HotswapPoolUnhealthy", "tainted", "Taint")
+    results = applier.apply([a, b, evict, event], snap, deadline=1.0)
+    assert [r.outcome for r in results] == [
+        Outcome.APPLIED,
+        Outcome.APPLIED,
+        Outcome.DEFERRED,
+        Outcome.DEFERRED,
+    ], "the second patch started before the deadline; nothing after it did"
+    assert not [w for w in api.writes() if w[0] in ("evict_pod", "create_event")]
+    assert applier.backoff.waiting("pod/ml/p0") == 0.0, "deferred is not failed"
+
+
+def test_taints_go_before_every_other_node_patch() -> None:
+    untaint = PatchNode("a-0", "a", remove_taints=(OWN_TAINT.key,), reason="recovered")
+    annotate = PatchNode("b-0", "b", set_annotations=(("k", "v"),), reason="record")
+    taint = PatchNode("c-0", "c", add_taints=(OWN_TAINT,), reason="unhealthy")
+    evict = EvictPod("ml", "p0", "uid-p0", EvictionCause.FAIL_FAST, node="c-0", pool="c", jobset="ml/j")
+    assert taints_first([untaint, annotate, taint, evict]) == (taint, untaint, annotate, evict)

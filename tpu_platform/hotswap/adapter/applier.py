@@ -20,6 +20,12 @@ exponential backoff (:class:`~tpu_platform.hotswap.adapter.ratelimit.ItemBackoff
 floor) while the rest proceed; node patches have a backoff of their own capped at 1 s, so a held or
 failed taint is retried at the next reconcile tick. An Event is only sent when the writes it
 reports were all applied: no Event claims an eviction, a taint or a preemption that was not issued.
+
+A batch has a time budget (``deadline``): writes not issued by then are deferred, and the
+controller decides again at once from fresh caches. Behind the client's QPS limit a backlog (a new
+leader inherits every open episode) takes seconds to write, and a pool that fails meanwhile must
+not wait for the whole backlog before it is even decided. :func:`taints_first` puts the taints
+ahead of every other node patch, so the next batch starts with them.
 """
 
 from __future__ import annotations
@@ -62,6 +68,8 @@ class Outcome(StrEnum):
     """Not issued: the lease is not held with margin, or the process is stopping."""
     BACKOFF = "backoff"
     """Not issued: this target failed recently and waits out its backoff."""
+    DEFERRED = "deferred"
+    """Not issued: the batch spent its time budget; the next reconcile decides it again."""
     FAILED = "failed"
 
 
@@ -215,6 +223,12 @@ def reported_by(event: EmitEvent, actions: Sequence[Action]) -> list[Action]:
     return []
 
 
+def taints_first(actions: Sequence[Action]) -> tuple[Action, ...]:
+    """The same actions, node patches that add a taint first (stable otherwise): a taint keeps
+    new pods off a broken slice, an untaint or an annotation only returns capacity or records."""
+    return tuple(sorted(actions, key=lambda a: 0 if isinstance(a, PatchNode) and a.add_taints else 1))
+
+
 class Applier:
     def __init__(
         self,
@@ -226,6 +240,7 @@ class Applier:
         may_write: Callable[[], bool] = lambda: True,
         backoff: ItemBackoff | None = None,
         node_backoff: ItemBackoff | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.api = api
         self.identity = identity
@@ -236,13 +251,17 @@ class Applier:
         self.node_backoff = (
             node_backoff if node_backoff is not None else ItemBackoff(cap=NODE_PATCH_BACKOFF_MAX_SECONDS)
         )
+        self.monotonic = monotonic
 
     def backoff_for(self, action: Action) -> ItemBackoff:
         """Node patches back off briefly (the taint must not wait); every other write longer."""
         return self.node_backoff if isinstance(action, PatchNode) else self.backoff
 
-    def apply(self, actions: Sequence[Action], snapshot: Snapshot) -> list[ApplyResult]:
-        """Apply in order; every action gets an outcome, failures are retried by a later reconcile."""
+    def apply(
+        self, actions: Sequence[Action], snapshot: Snapshot, *, deadline: float | None = None
+    ) -> list[ApplyResult]:
+        """Apply in order; every action gets an outcome, failures are retried by a later reconcile.
+        No write is issued after ``deadline`` (monotonic): the rest are deferred."""
         nodes = {n.name: n for n in snapshot.nodes}
         untainted_pools: set[str] = set()
         unrecorded: set[str] = set()
@@ -261,9 +280,13 @@ class Applier:
                         action, Outcome.SKIPPED, f"{len(unissued)} reported write(s) not applied"
                     )
                 else:
-                    result = self._fenced(action, nodes, untainted_pools, unrecorded, failed_evictions)
+                    result = self._fenced(
+                        action, nodes, untainted_pools, unrecorded, failed_evictions, deadline=deadline
+                    )
             else:
-                result = self._fenced(action, nodes, untainted_pools, unrecorded, failed_evictions)
+                result = self._fenced(
+                    action, nodes, untainted_pools, unrecorded, failed_evictions, deadline=deadline
+                )
             outcomes[id(action)] = result.outcome
             results.append(result)
             ok = result.outcome in (Outcome.APPLIED, Outcome.GONE)
@@ -297,12 +320,16 @@ class Applier:
         untainted_pools: set[str],
         unrecorded: set[str],
         failed_evictions: set[str],
+        *,
+        deadline: float | None = None,
     ) -> ApplyResult:
-        """Backoff and fence checks around one write, and the backoff bookkeeping after it."""
+        """Budget, backoff and fence checks around one write, and the backoff bookkeeping after it."""
         key = target(action)
         backoff = self.backoff_for(action)
 
         def gate() -> ApplyResult | None:
+            if deadline is not None and self.monotonic() >= deadline:
+                return ApplyResult(action, Outcome.DEFERRED, "batch time budget spent")
             wait = backoff.waiting(key)
             if wait > 0:
                 return ApplyResult(action, Outcome.BACKOFF, f"retry in {wait:.1f}s")

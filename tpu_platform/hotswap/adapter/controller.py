@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tpu_platform.hotswap.adapter.api import KubeApi, Resource
-from tpu_platform.hotswap.adapter.applier import Applier, ApplyResult, Outcome
+from tpu_platform.hotswap.adapter.applier import Applier, ApplyResult, Outcome, taints_first
 from tpu_platform.hotswap.adapter.cache import WatchCache
 from tpu_platform.hotswap.adapter.config import Config
 from tpu_platform.hotswap.adapter.convert import (
@@ -44,6 +44,9 @@ from tpu_platform.hotswap.core.model import JobSet, Pod, Snapshot
 from tpu_platform.hotswap.core.reconcile import Decision, decide
 
 log = logging.getLogger("hotswap.controller")
+BATCH_BUDGET_MIN_SECONDS = 1.0
+"""A batch writes for at most ``max(this, reconcile_interval_seconds)``, then the loop decides
+again at once: a pool that fails during a long backlog is decided within that, not after it."""
 
 
 class Controller:
@@ -224,7 +227,7 @@ class Controller:
                     "withheld until the caches they read are fresh",
                     extra={"fields": {"withheld": len(stale), "fresh": fresh}},
                 )
-            go, held = self.expectations.hold(ready, time.monotonic())
+            go, held = self.expectations.hold(taints_first(ready), time.monotonic())
             if held:
                 self.metrics.held_actions.inc(len(held))
                 log.debug(
@@ -237,8 +240,11 @@ class Controller:
                     },
                 )
             batch = time.perf_counter()
-            results = self.applier.apply(go, snap) if go else []
+            budget = max(BATCH_BUDGET_MIN_SECONDS, self.config.runtime.reconcile_interval_seconds)
+            results = self.applier.apply(go, snap, deadline=time.monotonic() + budget) if go else []
             self.metrics.batch_duration.observe(time.perf_counter() - batch)
+            if any(r.outcome is Outcome.DEFERRED for r in results):
+                self.wake.set()
             self.expectations.expect(results, time.monotonic())
             self._record(decision, results)
             self.metrics.reconciles.labels(result="applied").inc()
