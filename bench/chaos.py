@@ -10,9 +10,11 @@ renewals for a lease duration first, as an unreachable API would).
 
 Each outage starts with a fresh pool failure, so the controller has something to do the moment the
 API is back; ``max_seconds_to_act_after_outage`` is the time from the outage's end to that pool's
-taint. ``writes_without_lease`` is judged by the double at each write (the writer must hold an
-unexpired Lease by the server's clock), ``double_evictions`` counts pods evicted successfully more
-than once, ``thread_deaths`` the "thread died" log lines and tracebacks.
+taint. Outages and Lease takeovers never overlap (during a takeover no replica may lead for two
+lease durations, which is not the controller's to shorten). ``writes_without_lease`` is judged by
+the double at each write (the writer must hold an unexpired Lease by the server's clock),
+``double_evictions`` counts pods evicted successfully more than once, ``thread_deaths`` the
+"thread died" log lines and tracebacks.
 
 A missed action, precisely: a failure episode (one node of a pool NotReady, from the failure until
 it recovers, or until the run's settle time ends) whose pool was never tainted although, during
@@ -278,6 +280,11 @@ class Chaos:
         self.stretches: list[Stretch] = []
         self._able: tuple[str, float] | None = None
         self._last_sample = time.monotonic()
+        self._outage_ended = -float("inf")
+        self._takeover_until = -float("inf")
+        """A takeover refuses the holder's renewals for a lease duration, then the intruder holds
+        the Lease for another: outages and takeovers never overlap, so the time to act again after
+        an outage is the controller's own."""
         self._armed: list[float] = []
         """Expiry times of the armed one-off faults, oldest first."""
         self._sigtermed: dict[str, object] = {}
@@ -406,6 +413,8 @@ class Chaos:
             self.takeover()
 
     def outage(self) -> None:
+        if time.monotonic() < self._takeover_until:
+            return  # the Lease is another holder's: acting again after the outage could not be timed
         f = self.figures
         seconds = self.rng.choice([0.3, 1.0, 2.0, 4.0, 8.0, 12.0])
         self.api.stop()
@@ -421,6 +430,7 @@ class Chaos:
             time.sleep(0.1)
         self.api.start()
         self.serving = True
+        self._outage_ended = time.monotonic()
         if ep is not None:
             ep.after_outage = time.monotonic()
             ep.recover_at = max(ep.recover_at, ep.after_outage + 20.0)
@@ -442,6 +452,9 @@ class Chaos:
         holder = self.holder()
         if not holder or holder == "intruder" or self._intruder is not None:
             return
+        if time.monotonic() < self._outage_ended + LEASE_DURATION + RETRY_PERIOD:
+            return  # not inside an outage's act-again window: the two would add up
+        self._takeover_until = time.monotonic() + 2 * LEASE_DURATION + 0.5
         self.figures.faults["lease_taken"] += 1
         rule = self.api.faults.add(
             Fault(
@@ -538,6 +551,12 @@ class Chaos:
             if e.after_outage is not None and e.tainted_at is not None
         ]
         self.figures.act_after_outage.extend(figs_act)
+        for e in self.world.episodes:
+            if e.after_outage is not None:
+                took = "untainted" if e.tainted_at is None else f"{e.tainted_at - e.after_outage:.2f}"
+                print(
+                    f"after outage: {e.pool} ended {e.after_outage:.3f} tainted after {took}", file=sys.stderr
+                )
         for e in missed:
             print(f"missed: {e}", file=sys.stderr)
         for e in excluded:
