@@ -29,13 +29,13 @@ leader that had just lost its lease) is not a miss: it is counted in ``excluded_
 listed as ``excluded:`` on stderr, so the two never mix. Request faults (429, 5xx, resets, slow
 writes, cut watches) do not excuse an episode: surviving them is the controller's job.
 
-Faults come from three sources: every request meets one with probability
-:data:`REQUEST_FAULT_RATE`; one-off request faults are armed at :data:`ARMED_FAULTS_PER_SECOND`
-(a rate in time: each fires on the next request, whatever it is, or lapses after FAULT_TTL, so
-the count grows with the run's length rather than with the traffic outages leave); and cluster-level
-faults (compactions, outages, SIGTERM of the leader, a Lease takeover) come at ``rate`` a second.
+Faults come from two sources: every request meets one with probability
+:data:`REQUEST_FAULT_RATE` (:data:`REQUEST_FAULT_RATE_BEHIND` while the count is behind
+:data:`FAULTS_PER_SECOND` of the run, so it grows with the run's length rather than with the
+traffic outages leave), and cluster-level faults (compactions, outages, SIGTERM of the leader, a
+Lease takeover) come at ``rate`` a second.
 
-    python -m bench.chaos            # ~9 min, >= 1,000 injected faults
+    python -m bench.chaos            # ~9.5 min, >= 1,000 injected faults
     python -m bench.chaos --quick    # under a minute
 
 Ends with one JSON line: the keys of the target, then ``episodes`` and ``excluded_no_leader``.
@@ -72,9 +72,12 @@ FAULT_TTL = 3.0
 WORLD_STEP_SECONDS = 0.25
 REQUEST_FAULT_RATE = 0.2
 """Share of API requests that meet a fault (status, reset, slow write, watch cut)."""
-ARMED_FAULTS_PER_SECOND = 1.0
-"""One-off request faults armed per second of the run (each fires on the next request, or lapses
-after FAULT_TTL)."""
+REQUEST_FAULT_RATE_BEHIND = 0.35
+"""The share while the run is behind FAULTS_PER_SECOND: outages, and the backoff they cause,
+leave fewer requests to fault, and the count must grow with the run's length. Bounded, so a
+controller that backs off does not meet ever more faults."""
+FAULTS_PER_SECOND = 2.2
+"""The schedule the fault count keeps up with (about 1,200 in the full run's 540 s)."""
 RECONCILE_INTERVAL = 0.5
 ACT_NEEDS = T_BAD + RECONCILE_INTERVAL + RETRY_PERIOD
 """Seconds a leader must be able to reach the API, without a break, for an untainted episode to
@@ -285,8 +288,9 @@ class Chaos:
         """A takeover refuses the holder's renewals for a lease duration, then the intruder holds
         the Lease for another: outages and takeovers never overlap, so the time to act again after
         an outage is the controller's own."""
-        self._armed: list[float] = []
-        """Expiry times of the armed one-off faults, oldest first."""
+        self.drawn = 0
+        """Request faults the background schedule has drawn."""
+        self.started = time.monotonic()
         self._sigtermed: dict[str, object] = {}
         """The process each replica was last sent SIGTERM in (it stops deciding at once)."""
 
@@ -363,17 +367,17 @@ class Chaos:
         self.api.faults.add(fault)
 
     def request_fault(self, req: Request) -> Fault | None:
-        """The background schedule: each request fails with probability REQUEST_FAULT_RATE."""
+        """The background schedule: each request fails with probability REQUEST_FAULT_RATE, or
+        REQUEST_FAULT_RATE_BEHIND while the run is behind FAULTS_PER_SECOND."""
         with self._lock:
             if not self.faulting:
                 return None
-            now = time.monotonic()
-            while self._armed and self._armed[0] <= now:
-                self._armed.pop(0)
-            if self._armed:
-                self._armed.pop(0)
-            elif self.rng.random() >= REQUEST_FAULT_RATE:
+            behind = self.drawn + sum(self.figures.faults.values()) < FAULTS_PER_SECOND * (
+                time.monotonic() - self.started
+            )
+            if self.rng.random() >= (REQUEST_FAULT_RATE_BEHIND if behind else REQUEST_FAULT_RATE):
                 return None
+            self.drawn += 1
             return self._draw(req.verb, write=req.write)
 
     def _draw(self, verb: str, *, write: bool) -> Fault:
@@ -388,15 +392,6 @@ class Chaos:
         codes = [429, 500, 503] + ([409] if verb in ("patch", "update") else [])
         code = self.rng.choice(codes)
         return Fault(status=code, retry_after=1 if code == 429 else None, label=f"http_{code}")
-
-    def arm(self) -> None:
-        """Arm one fault for the next request, whatever it is (or none, if none comes within
-        FAULT_TTL): the mix of requests it lands on is the controller's own traffic, as with the
-        background schedule, and its kind is drawn to fit that request."""
-        with self._lock:
-            now = time.monotonic()
-            self._armed = [t for t in self._armed if t > now]
-            self._armed.append(now + FAULT_TTL)
 
     def inject(self, now: float) -> None:
         kind = self.rng.choices(["compact", "outage", "sigterm", "takeover"], weights=[8, 3, 2, 2])[0]
@@ -498,7 +493,7 @@ class Chaos:
         next_fault = started + 5.0
         next_failure = started + 3.0
         next_step = started
-        next_armed = started + 5.0
+        self.started = started
         while time.monotonic() - started < self.seconds:
             now = time.monotonic()
             for r in self.replicas:
@@ -514,9 +509,6 @@ class Chaos:
             if now >= next_failure:
                 self.world.fail_random(now)
                 next_failure = now + self.rng.uniform(0.7, 1.4)
-            while now >= next_armed:
-                self.arm()
-                next_armed += self.rng.expovariate(ARMED_FAULTS_PER_SECOND)
             while now >= next_fault:
                 self.inject(now)
                 next_fault += self.rng.expovariate(self.rate)
@@ -528,7 +520,6 @@ class Chaos:
         settle = time.monotonic() + LEASE_DURATION + RETRY_PERIOD + 10
         self._intruder = None
         self.faulting = False
-        self._armed.clear()
         self.api.faults.clear()
         while time.monotonic() < settle:
             for r in self.replicas:
@@ -592,7 +583,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--keep", default=None, help="keep the replicas' logs in this directory")
     args = p.parse_args(argv)
-    seconds = args.seconds or (25.0 if args.quick else 500.0)
+    seconds = args.seconds or (25.0 if args.quick else 540.0)
     rate = 0.25
     with tempfile.TemporaryDirectory(prefix="hotswap-chaos-") as tmp:
         workdir = Path(args.keep or tmp)

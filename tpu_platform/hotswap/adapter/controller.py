@@ -2,9 +2,9 @@
 
 A stale cache (not listed, watch failing, or silent too long) blocks only the actions that read
 it (``adapter/needs.py``): a stale pod cache stops evictions but not the taint of a pool whose
-nodes' cache is fresh; nothing is decided while the node caches are stale. A stale view could undo
-or repeat work. Every write passes the applier's fence (the lease held with
-margin, and the process not stopping). Liveness covers the loop, the elector and every watch
+nodes' cache is fresh; nothing is decided while the node caches are stale. A stale view could
+undo or repeat work. Every write passes the applier's fence (the lease held with margin, and the
+process not stopping). Liveness covers the loop, the elector and every watch
 thread: a dead or wedged thread gets the pod restarted.
 """
 
