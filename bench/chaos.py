@@ -431,7 +431,8 @@ class Chaos:
             ep.recover_at = max(ep.recover_at, ep.after_outage + 20.0)
 
     def sigterm_leader(self) -> None:
-        holder = self.holder()
+        """SIGTERM the replica that leads now (not one the Lease still names after it stopped)."""
+        holder = self.able()
         for r in self.replicas:
             if r.identity == holder and r.running:
                 self.world.fail_random(time.monotonic())
