@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from tests.hotswap.hotswap_fakes import FakeApi, json_patch, node_obj
 from tpu_platform.hotswap.adapter.api import ApiError
-from tpu_platform.hotswap.adapter.applier import Applier, Outcome, event_body, node_patch
+from tpu_platform.hotswap.adapter.applier import Applier, Outcome, event_body, node_patch, taints_first
 from tpu_platform.hotswap.adapter.convert import node_from_api
 from tpu_platform.hotswap.core import (
     AnnotateJobSet,
@@ -272,3 +272,59 @@ def test_an_event_is_not_sent_for_writes_that_failed() -> None:
     results = applier.apply([evict, event], snap)
     assert [r.outcome for r in results] == [Outcome.FAILED, Outcome.SKIPPED]
     assert not [w for w in api.writes() if w[0] == "create_event"]
+
+
+def test_a_failed_taint_is_retried_at_the_next_tick_however_often_it_failed() -> None:
+    """Node patches back off at most 1.2 s (1 s + 20 % jitter): a pool's taint never waits out a
+    backoff grown by earlier faults, while other writes keep their longer one."""
+    now = [0.0]
+    api, applier, snap = setup(node_obj("n1", "a"))
+    applier.node_backoff.clock = applier.backoff.clock = lambda: now[0]
+    taint = PatchNode("n1", "a", add_taints=(OWN_TAINT,), reason="unhealthy")
+    api.fail["patch_node"] = [ApiError(503, "Unavailable")] * 20
+    for _ in range(20):
+        [r] = applier.apply([taint], snap)
+        assert r.outcome in (Outcome.FAILED, Outcome.BACKOFF)
+        assert applier.node_backoff.waiting("node/n1") <= 1.2
+        now[0] += 2.0  # the default reconcile interval
+    assert len([w for w in api.writes() if w[0] == "patch_node"]) == 20, "every tick retried it"
+    for _ in range(10):
+        applier.backoff.failed("pod/ml/p0")
+    assert applier.backoff.waiting("pod/ml/p0") > 4.0, "evictions keep the longer backoff"
+
+
+def test_a_batch_past_its_time_budget_defers_the_rest_and_reports_nothing_unissued() -> None:
+    """A backlog behind the QPS limit must not keep a new failure from being decided: writes not
+    issued by the deadline are deferred (no backoff, no Event for them), the next pass decides."""
+    now = [0.0]
+    api, applier, snap = setup(node_obj("n1", "a"), node_obj("n2", "b"))
+    applier.monotonic = lambda: now[0]
+    api.objects["pods"]["ml/p0"] = {"metadata": {"name": "p0", "namespace": "ml", "uid": "uid-p0"}}
+    patch_node = api.patch_node
+
+    def slow_patch(name: str, ops: list) -> object:
+        now[0] += 0.6
+        return patch_node(name, ops)
+
+    api.patch_node = slow_patch  # type: ignore[method-assign,assignment]
+    a = PatchNode("n1", "a", add_taints=(OWN_TAINT,), reason="unhealthy")
+    b = PatchNode("n2", "b", add_taints=(OWN_TAINT,), reason="unhealthy")
+    evict = EvictPod("ml", "p0", "uid-p0", EvictionCause.FAIL_FAST, node="n2", pool="b", jobset="ml/j")
+    event = EmitEvent("Node", "", "n2", "", "Warning", "HotswapPoolUnhealthy", "tainted", "Taint")
+    results = applier.apply([a, b, evict, event], snap, deadline=1.0)
+    assert [r.outcome for r in results] == [
+        Outcome.APPLIED,
+        Outcome.APPLIED,
+        Outcome.DEFERRED,
+        Outcome.DEFERRED,
+    ], "the second patch started before the deadline; nothing after it did"
+    assert not [w for w in api.writes() if w[0] in ("evict_pod", "create_event")]
+    assert applier.backoff.waiting("pod/ml/p0") == 0.0, "deferred is not failed"
+
+
+def test_taints_go_before_every_other_node_patch() -> None:
+    untaint = PatchNode("a-0", "a", remove_taints=(OWN_TAINT.key,), reason="recovered")
+    annotate = PatchNode("b-0", "b", set_annotations=(("k", "v"),), reason="record")
+    taint = PatchNode("c-0", "c", add_taints=(OWN_TAINT,), reason="unhealthy")
+    evict = EvictPod("ml", "p0", "uid-p0", EvictionCause.FAIL_FAST, node="c-0", pool="c", jobset="ml/j")
+    assert taints_first([untaint, annotate, taint, evict]) == (taint, untaint, annotate, evict)

@@ -162,3 +162,80 @@ def test_watch_refused_many_times_retries_quickly() -> None:
     cache.backoff = Recording()
     cache.run(stop)
     assert len(waits) >= 8 and max(waits) <= 1.6
+
+
+def test_a_watch_that_streamed_an_object_resets_the_backoff() -> None:
+    """client-go only resets after 2 min without a backoff (apimachinery ``pkg/util/wait/backoff.go``
+    v0.34.1); here a watch that delivered an object proves the server healthy, so the failure after
+    it waits one initial step, not a step grown by the failures before it."""
+    api, cache, _ = make()
+    cache.backoff = Backoff(initial=0.8, cap=4.0, jitter=0.0, clock=lambda: 0.0)
+    cache.relist()
+    for _ in range(4):
+        cache.backoff.next()
+    assert cache.backoff.next() == 4.0, "escalated to the cap"
+    api.watch_streams["nodes"] = [
+        [event("MODIFIED", node_obj("n1", "a", ready="Unknown", since=5), "120"), ApiError(500, "Internal")]
+    ]
+    with pytest.raises(ApiError):
+        cache.watch_once()
+    assert cache.backoff.next() == 0.8, "the failure after a streaming watch starts over"
+
+
+def test_a_watch_that_streamed_only_bookmarks_keeps_the_backoff() -> None:
+    api, cache, _ = make()
+    cache.backoff = Backoff(initial=0.8, cap=4.0, jitter=0.0, clock=lambda: 0.0)
+    cache.relist()
+    for _ in range(4):
+        cache.backoff.next()
+    api.watch_streams["nodes"] = [
+        [{"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "130"}}}, ApiError(500, "Internal")]
+    ]
+    with pytest.raises(ApiError):
+        cache.watch_once()
+    assert cache.backoff.next() == 4.0, "a bookmark is no object: a server sending only those stays backed"
+
+
+def test_a_cache_stale_through_failures_relists_and_is_fresh_at_once() -> None:
+    """After an outage a quiet watch would prove nothing until its first bookmark; a list does."""
+    api, cache, _ = make()
+    cache.relist()
+    api.watch_streams["nodes"] = [[ApiError(0, "NewConnectionError")] for _ in range(3)]
+    for _ in range(3):
+        with pytest.raises(ApiError):
+            cache.watch_once()
+        cache.failures += 1  # as run() counts them
+    assert not cache.fresh()
+    lists = cache.lists
+
+    api.watch_streams["nodes"] = [[]]
+    seen: list[bool] = []
+    original = api.watch_objects
+
+    def watch(resource: Resource, rv: str, timeout: int) -> Iterator[JSON]:
+        seen.append(cache.fresh())
+        return original(resource, rv, timeout)
+
+    api.watch_objects = watch  # type: ignore[method-assign,assignment]
+    with pytest.raises(ApiError, match="ShortWatch"):
+        cache.watch_once()
+    assert cache.lists == lists + 1, "relisted instead of resuming"
+    assert seen == [True], "fresh from the list, before the watch delivered anything"
+
+
+def test_a_410_error_event_proves_nothing_about_the_watch() -> None:
+    """Compacted: each watch opens into an ERROR 410 and the relist fails. That is a failing cache,
+    not a streaming one: the failures add up to stale and the backoff keeps growing."""
+    api, cache, _ = make()
+    cache.backoff = Backoff(initial=0.8, cap=4.0, jitter=0.0, clock=lambda: 0.0)
+    cache.relist()
+    gone = {"type": "ERROR", "object": {"code": 410, "reason": "Expired"}}
+    api.watch_streams["nodes"] = [[gone] for _ in range(3)]
+    api.fail["list_objects"] = [ApiError(429, "TooManyRequests", retry_after=1.0)] * 3
+    for _ in range(3):
+        with pytest.raises(ApiError):
+            cache.watch_once()
+        cache.failures += 1  # as run() counts them
+        cache.backoff.next()
+    assert cache.failures == 3 and not cache.fresh()
+    assert cache.backoff.next() == 4.0, "never reset by the ERROR events"

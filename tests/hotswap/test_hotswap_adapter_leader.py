@@ -76,6 +76,7 @@ def test_leader_stops_acting_when_renewals_fail_past_the_deadline() -> None:
     a = elector(api, clock, "a")
     a.try_acquire_or_renew()
     api.fail["get_lease"] = [ApiError(503, "Unavailable")] * 10
+    api.fail["replace_lease"] = [ApiError(503, "Unavailable")] * 10
     clock.t += 9.0
     assert a.try_acquire_or_renew(), "still within the renew deadline"
     clock.t += 1.5
@@ -111,3 +112,87 @@ def test_release_hands_over_without_waiting_for_expiry() -> None:
 def test_timings_must_be_ordered() -> None:
     with pytest.raises(ValueError, match="retry_period < renew_deadline < lease_duration"):
         LeaderElector(FakeApi(), namespace=NS, name=NAME, identity="a", renew_deadline=20.0)
+
+
+def slow_reads(api: FakeApi, clock: Clock, seconds: float) -> None:
+    """Every lease read takes ``seconds`` (a slow API server), by the elector's clock."""
+    read = api.get_lease
+
+    def get_lease(namespace: str, name: str, *, timeout: float | None = None) -> object:
+        clock.t += seconds
+        return read(namespace, name, timeout=timeout)
+
+    api.get_lease = get_lease  # type: ignore[method-assign,assignment]
+
+
+def test_a_renewal_that_just_succeeded_reopens_the_fence_at_once() -> None:
+    """Timed from the update, not from the slow read before it: the fence opens as the renewal
+    lands, and still closes renew deadline - retry period after the update was sent."""
+    api, clock = FakeApi(), Clock()
+    a = elector(api, clock, "a")
+    assert a.try_acquire_or_renew() and a.may_write()
+    clock.t += 8.5  # renewals failed meanwhile: the fence (10 - 2 s) is closed, still leading
+    assert a.is_leader() and not a.may_write()
+    slow_reads(api, clock, 2.0)
+    api.fail["replace_lease"] = [ApiError(503, "Unavailable")]  # the optimistic update: read, retry
+    sent = clock.t + 2.0
+    assert a.try_acquire_or_renew()
+    assert a.may_write(), "open right after the renewal, though its read took 2 s"
+    clock.t = sent + 7.9
+    assert a.may_write()
+    clock.t = sent + 8.0
+    assert not a.may_write(), "closed renew deadline - retry period after the update was sent"
+
+
+def test_a_candidate_that_just_acquired_may_write_at_once() -> None:
+    api, clock = FakeApi(), Clock()
+    a, b = elector(api, clock, "a"), elector(api, clock, "b")
+    a.try_acquire_or_renew()
+    b.try_acquire_or_renew()
+    clock.t += 15.1
+    slow_reads(api, clock, b.request_timeout)
+    assert b.try_acquire_or_renew(), "a expired: b takes over"
+    assert b.may_write(), "b writes in its first reconcile, though its read took the whole timeout"
+    clock.t += 7.9
+    assert b.may_write(), "the whole fence window counts from the update"
+
+
+def lease_calls(api: FakeApi, since: int) -> list[str]:
+    return [c[0] for c in api.calls[since:] if c[0] in ("get_lease", "replace_lease", "create_lease")]
+
+
+def test_the_leader_renews_with_one_update_and_reads_only_when_it_fails() -> None:
+    """client-go's fast path (``tryAcquireOrRenew``, client-go v0.34.1
+    ``tools/leaderelection/leaderelection.go``): the leader updates the record it last wrote; a
+    failed update falls back to reading the record, in the same attempt."""
+    api, clock = FakeApi(), Clock()
+    a, b = elector(api, clock, "a"), elector(api, clock, "b")
+    assert a.try_acquire_or_renew()
+    first = len(api.calls)
+    clock.t += 2
+    assert a.try_acquire_or_renew()
+    assert lease_calls(api, first) == ["replace_lease"]
+    api.fail["replace_lease"] = [ApiError(503, "Unavailable")]
+    first = len(api.calls)
+    clock.t += 2
+    assert a.try_acquire_or_renew(), "the read-and-write after the failed update renewed"
+    assert lease_calls(api, first) == ["replace_lease", "get_lease", "replace_lease"]
+    assert api.leases[(NS, NAME)]["spec"]["holderIdentity"] == "a"
+    assert not b.try_acquire_or_renew()
+
+
+def test_an_optimistic_renewal_over_a_changed_record_conflicts_and_sees_the_new_holder() -> None:
+    api, clock = FakeApi(), Clock()
+    a = elector(api, clock, "a")
+    assert a.try_acquire_or_renew()
+    lease = api.leases[(NS, NAME)]
+    api.rv += 1
+    api.leases[(NS, NAME)] = {
+        **lease,
+        "metadata": {**lease["metadata"], "resourceVersion": str(api.rv)},
+        "spec": {**lease["spec"], "holderIdentity": "b"},
+    }
+    clock.t += 2
+    assert not a.try_acquire_or_renew(), "the stale update conflicts; the read shows b"
+    assert a.lost.is_set() and not a.may_write()
+    assert api.leases[(NS, NAME)]["spec"]["holderIdentity"] == "b"

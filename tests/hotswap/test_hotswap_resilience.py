@@ -20,12 +20,13 @@ from tests.hotswap.double_world import (
     seed_cluster,
     wait_for,
 )
-from tests.kubeapi import ApiDouble, Fault
+from tests.kubeapi import ApiDouble, Fault, Seeder
 from tests.kubeapi.objects import lease_obj
 from tpu_platform.hotswap.adapter.api import Resource
 from tpu_platform.hotswap.adapter.cache import Backoff, WatchCache
 from tpu_platform.hotswap.adapter.controller import Controller
 from tpu_platform.hotswap.adapter.convert import NodeRecord, node_from_api
+from tpu_platform.hotswap.core import constants as k
 
 NODES = Resource("nodes", "cloud.google.com/gke-tpu-accelerator")
 
@@ -185,7 +186,22 @@ def test_watches_closed_at_once_back_off_instead_of_hot_looping(double: ApiDoubl
     assert 2 <= len(watches) <= 10, f"{len(watches)} watch requests in 2 s"
 
 
+def not_ready_in_cache(c: Controller, node: str) -> bool:
+    record = c.nodes.get(node)
+    cond = record.node.condition("Ready") if record is not None else None
+    return cond is not None and cond.status == "Unknown"
+
+
+def tainted_pools(seed: Seeder) -> set[str]:
+    return {
+        n["metadata"]["labels"][k.NODEPOOL_LABEL]
+        for n in seed.list("nodes")
+        if any(t["key"] == k.UNHEALTHY_TAINT_KEY for t in (n.get("spec") or {}).get("taints") or [])
+    }
+
+
 def test_a_watch_that_keeps_failing_makes_the_controller_unready(double: ApiDouble) -> None:
+    """403s on the pod watch: not ready, no eviction, but the pool's taint (nodes only) goes out."""
     seed = seed_cluster(double)
     c = controller(double, leader=False)
     for cache in c.caches:
@@ -197,10 +213,35 @@ def test_a_watch_that_keeps_failing_makes_the_controller_unready(double: ApiDoub
     double.close_watches()
     assert wait_for(lambda: not c.synced, 5), "403s on the pod watch: stale, not ready"
     fail_pool(seed, "a")
-    assert c.reconcile_once() is None, "no decisions on a stale cache"
+    assert wait_for(lambda: not_ready_in_cache(c, "a-1"), 5)
+    decision = c.reconcile_once()
+    assert decision is not None, "fresh nodes are enough to decide"
     assert c.metrics.value("hotswap_cache_fresh", {"resource": "pods"}) == 0
+    assert c.metrics.value("hotswap_caches_synced") == 0
+    assert tainted_pools(seed) == {"a"}, "the pool is tainted"
+    assert not double.writes(verb="evict"), "no eviction from a stale pod cache"
+    assert c.metrics.value("hotswap_actions_total", {"kind": "EvictPod", "outcome": "stale-cache"}) >= 1
     double.faults.clear()
     assert wait_for(lambda: c.synced, 5), "fresh again once the watch works"
+    c.reconcile_once()
+    assert {s.request.name for s in double.writes(verb="evict")} == {f"high-{i}" for i in range(4)}
+    stop.set()
+
+
+def test_a_stale_node_cache_stops_every_decision(double: ApiDouble) -> None:
+    seed = seed_cluster(double)
+    c = controller(double, leader=False)
+    for cache in c.caches:
+        cache.backoff = Backoff(initial=0.05, cap=0.1)
+    stop = threading.Event()
+    c.start_caches(stop)
+    assert wait_for(lambda: c.synced, 5)
+    double.faults.add(Fault(status=403, verbs=("watch", "list"), resources=("nodes",), times=None))
+    double.close_watches()
+    assert wait_for(lambda: not c.nodes.fresh(), 5)
+    fail_pool(seed, "a")
+    assert c.reconcile_once() is None, "no decision without fresh nodes"
+    assert not double.writes()
     stop.set()
 
 
@@ -246,3 +287,23 @@ def test_liveness_fails_when_a_watch_thread_dies(double: ApiDouble) -> None:
     dead.join()
     c.watch_thread(dead)
     assert not c.alive()
+
+
+def test_after_an_outage_a_quiet_cache_is_fresh_within_one_backoff_step() -> None:
+    """No object changes and no bookmark for 60 s: resuming the watch would prove nothing until
+    one came; the stale cache lists again on its first attempt after the outage instead."""
+    with ApiDouble(bookmark_interval=60.0) as d:
+        seed_cluster(d)
+        cache = node_cache(d)
+        stop = threading.Event()
+        t = run_in_thread(cache.run, stop)
+        assert wait_for(cache.fresh, 5)
+        d.stop()
+        assert wait_for(lambda: not cache.fresh(), 10), "refused three times in a row: stale"
+        lists = cache.lists
+        d.start()
+        assert wait_for(cache.fresh, 8), "fresh again from a list, not from a bookmark a minute away"
+        assert cache.lists == lists + 1
+        stop.set()
+        d.close_watches()
+        t.join(5)

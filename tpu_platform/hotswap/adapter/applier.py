@@ -17,8 +17,15 @@ process is not shutting down), checked per write, not per batch: a renewal lost 
 batch stops the rest of it at once. A failed write never stops the batch: each action gets its own
 outcome, and a target that failed with a retryable error (transport, 429, 5xx) waits out its own
 exponential backoff (:class:`~tpu_platform.hotswap.adapter.ratelimit.ItemBackoff`, Retry-After as a
-floor) while the rest proceed. An Event is only sent when the writes it reports were all applied:
-no Event claims an eviction, a taint or a preemption that was not issued.
+floor) while the rest proceed; node patches have a backoff of their own capped at 1 s, so a held or
+failed taint is retried at the next reconcile tick. An Event is only sent when the writes it
+reports were all applied: no Event claims an eviction, a taint or a preemption that was not issued.
+
+A batch has a time budget (``deadline``): writes not issued by then are deferred, and the
+controller decides again at once from fresh caches. Behind the client's QPS limit a backlog (a new
+leader inherits every open episode) takes seconds to write, and a pool that fails meanwhile must
+not wait for the whole backlog before it is even decided. :func:`taints_first` puts the taints
+ahead of every other node patch, so the next batch starts with them.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 
 from tpu_platform.hotswap.adapter.api import JOBSET_GROUP, JOBSET_VERSION, JSON, ApiError, KubeApi
-from tpu_platform.hotswap.adapter.ratelimit import ItemBackoff
+from tpu_platform.hotswap.adapter.ratelimit import NODE_PATCH_BACKOFF_MAX_SECONDS, ItemBackoff
 from tpu_platform.hotswap.core import constants as k
 from tpu_platform.hotswap.core.actions import (
     Action,
@@ -61,6 +68,8 @@ class Outcome(StrEnum):
     """Not issued: the lease is not held with margin, or the process is stopping."""
     BACKOFF = "backoff"
     """Not issued: this target failed recently and waits out its backoff."""
+    DEFERRED = "deferred"
+    """Not issued: the batch spent its time budget; the next reconcile decides it again."""
     FAILED = "failed"
 
 
@@ -214,6 +223,12 @@ def reported_by(event: EmitEvent, actions: Sequence[Action]) -> list[Action]:
     return []
 
 
+def taints_first(actions: Sequence[Action]) -> tuple[Action, ...]:
+    """The same actions, node patches that add a taint first (stable otherwise): a taint keeps
+    new pods off a broken slice, an untaint or an annotation only returns capacity or records."""
+    return tuple(sorted(actions, key=lambda a: 0 if isinstance(a, PatchNode) and a.add_taints else 1))
+
+
 class Applier:
     def __init__(
         self,
@@ -224,6 +239,8 @@ class Applier:
         clock: Callable[[], float] = time.time,
         may_write: Callable[[], bool] = lambda: True,
         backoff: ItemBackoff | None = None,
+        node_backoff: ItemBackoff | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.api = api
         self.identity = identity
@@ -231,9 +248,20 @@ class Applier:
         self.clock = clock
         self.may_write = may_write
         self.backoff = backoff if backoff is not None else ItemBackoff()
+        self.node_backoff = (
+            node_backoff if node_backoff is not None else ItemBackoff(cap=NODE_PATCH_BACKOFF_MAX_SECONDS)
+        )
+        self.monotonic = monotonic
 
-    def apply(self, actions: Sequence[Action], snapshot: Snapshot) -> list[ApplyResult]:
-        """Apply in order; every action gets an outcome, failures are retried by a later reconcile."""
+    def backoff_for(self, action: Action) -> ItemBackoff:
+        """Node patches back off briefly (the taint must not wait); every other write longer."""
+        return self.node_backoff if isinstance(action, PatchNode) else self.backoff
+
+    def apply(
+        self, actions: Sequence[Action], snapshot: Snapshot, *, deadline: float | None = None
+    ) -> list[ApplyResult]:
+        """Apply in order; every action gets an outcome, failures are retried by a later reconcile.
+        No write is issued after ``deadline`` (monotonic): the rest are deferred."""
         nodes = {n.name: n for n in snapshot.nodes}
         untainted_pools: set[str] = set()
         unrecorded: set[str] = set()
@@ -252,9 +280,13 @@ class Applier:
                         action, Outcome.SKIPPED, f"{len(unissued)} reported write(s) not applied"
                     )
                 else:
-                    result = self._fenced(action, nodes, untainted_pools, unrecorded, failed_evictions)
+                    result = self._fenced(
+                        action, nodes, untainted_pools, unrecorded, failed_evictions, deadline=deadline
+                    )
             else:
-                result = self._fenced(action, nodes, untainted_pools, unrecorded, failed_evictions)
+                result = self._fenced(
+                    action, nodes, untainted_pools, unrecorded, failed_evictions, deadline=deadline
+                )
             outcomes[id(action)] = result.outcome
             results.append(result)
             ok = result.outcome in (Outcome.APPLIED, Outcome.GONE)
@@ -288,12 +320,17 @@ class Applier:
         untainted_pools: set[str],
         unrecorded: set[str],
         failed_evictions: set[str],
+        *,
+        deadline: float | None = None,
     ) -> ApplyResult:
-        """Backoff and fence checks around one write, and the backoff bookkeeping after it."""
+        """Budget, backoff and fence checks around one write, and the backoff bookkeeping after it."""
         key = target(action)
+        backoff = self.backoff_for(action)
 
         def gate() -> ApplyResult | None:
-            wait = self.backoff.waiting(key)
+            if deadline is not None and self.monotonic() >= deadline:
+                return ApplyResult(action, Outcome.DEFERRED, "batch time budget spent")
+            wait = backoff.waiting(key)
             if wait > 0:
                 return ApplyResult(action, Outcome.BACKOFF, f"retry in {wait:.1f}s")
             if not self.may_write():
@@ -302,9 +339,9 @@ class Applier:
 
         result = self._apply_one(action, nodes, untainted_pools, unrecorded, failed_evictions, gate=gate)
         if result.outcome in (Outcome.APPLIED, Outcome.GONE, Outcome.CONFLICT):
-            self.backoff.forget(key)
+            backoff.forget(key)
         elif result.outcome in (Outcome.FAILED, Outcome.BLOCKED):
-            self.backoff.failed(key, result.retry_after, escalate=result.status != 0)
+            backoff.failed(key, result.retry_after, escalate=result.status != 0)
         return result
 
     def _apply_one(

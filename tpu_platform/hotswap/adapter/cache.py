@@ -9,13 +9,26 @@ Modelled on client-go's ``tools/cache/reflector.go``:
   once, with or without a bookmark, cannot drive a hot loop.
 - Failures (of the list, of opening the watch, mid-stream, or an ERROR event) back off
   exponentially with jitter: client-go uses ``NewExponentialBackoffManager(800ms, 30s, 2min, 2.0,
-  1.0)``, i.e. 0.8 s doubling, jitter up to +100 %, reset only after 2 min without a failure. The
-  cap here is 4 s (:data:`BACKOFF_MAX_SECONDS`, at most 8 s with jitter) so that after an outage
-  every cache is current again well inside lease duration + retry period (17 s). A transport
-  failure (status 0: refused, reset, timed out) does not escalate it: the retry waits one initial
-  step (at most 1.6 s with jitter). An outage is a stretch of refused connections, and a backoff
-  grown through it would keep the caches stale, so nothing is decided, for up to 8 s after the
-  API is back; overload shows as 429/5xx, which keep escalating.
+  1.0)``, i.e. 0.8 s doubling, jitter up to +100 % (``tools/cache/reflector.go``, client-go
+  v0.34.1). The cap here is 4 s (:data:`BACKOFF_MAX_SECONDS`, at most 8 s with jitter) so that
+  after an outage every cache is current again well inside lease duration + retry period (17 s).
+  A transport failure (status 0: refused, reset, timed out) does not escalate it: the retry waits
+  one initial step (at most 1.6 s with jitter). An outage is a stretch of refused connections, and
+  a backoff grown through it would keep the caches stale, so nothing is decided, for up to 8 s
+  after the API is back; overload shows as 429/5xx, which keep escalating.
+- A watch that delivered an object resets the backoff (:meth:`Backoff.reset`): the server was
+  healthy enough to stream, so the failure that follows waits one initial step, not a step grown
+  by failures from before it. client-go resets only when no backoff was taken for 2 min
+  (``exponentialBackoffManagerImpl.getNextBackoff`` in apimachinery ``pkg/util/wait/backoff.go``
+  v0.34.1; the reflector never resets it itself), so under a steady trickle of faults its backoff
+  stays near the cap while its watches work; this reset is the deliberate difference. It cannot
+  drive a hot loop: each reset needs a watch that opened and streamed an object. An ERROR event
+  (410 on a compacted resourceVersion, say) proves nothing: it neither resets the backoff nor the
+  failure count, so a relist that keeps failing after a compaction still makes the cache stale.
+- A cache that went stale through failures (after an outage, say) lists again on its next
+  attempt instead of resuming the watch, and a successful list makes it fresh at once: a quiet
+  watch could otherwise stay open for a bookmark period (about a minute) before it proves the
+  cache current. client-go likewise lists again after a watch that ended in an error.
 - ``410 Gone``/``Expired`` and "too large resource version" (504 with the
   ``ResourceVersionTooLarge`` cause, ``apiserver/pkg/storage/errors.go``; client-go's
   ``isTooLargeResourceVersionError``) mean the resourceVersion cannot be resumed: list again.
@@ -50,6 +63,9 @@ BACKOFF_INITIAL_SECONDS = 0.8
 BACKOFF_MAX_SECONDS = 4.0
 BACKOFF_RESET_SECONDS = 120.0
 SHORT_WATCH_SECONDS = 1.0
+OBJECT_EVENTS = ("ADDED", "MODIFIED", "DELETED")
+"""Events that carry an object: only they prove a watch healthy (an ERROR event, e.g. 410 on a
+compacted resourceVersion, is the server refusing the watch; a BOOKMARK carries no object)."""
 log = logging.getLogger("hotswap.cache")
 
 
@@ -93,6 +109,10 @@ class Backoff:
         self.rng = rng or random.Random()
         self._current = 0.0
         self._last = -float("inf")
+
+    def reset(self) -> None:
+        """Start over from the initial step (after a watch that streamed an object)."""
+        self._current = 0.0
 
     def next(self, *, escalate: bool = True) -> float:
         """The next wait; ``escalate=False`` (a transport failure) waits one initial step and leaves
@@ -197,6 +217,7 @@ class WatchCache(Generic[T]):
             self.resource_version = rv
         self.lists += 1
         self._listed = True
+        self.failures = 0
         self._contact()
         if self.observer is not None and self.lists > 1:
             self.observer.relisted(self.resource.name, reason)
@@ -259,6 +280,8 @@ class WatchCache(Generic[T]):
         """List if needed, then one watch request until it ends. Raises on failure (incl. short)."""
         if not self._listed:
             self.relist()
+        elif self.failures >= self.failure_threshold:
+            self.relist("stale")
         started = self.clock()
         events = 0
         self.watches += 1
@@ -267,11 +290,12 @@ class WatchCache(Generic[T]):
         try:
             stream = self.api.watch_objects(self.resource, self.resource_version, self.watch_timeout_seconds)
             for event in stream:
-                if not self._streaming:
+                kind = event.get("type")
+                if kind != "ERROR" and not self._streaming:
                     self._streaming = True
                     self.failures = 0
                     self._contact()
-                if event.get("type") != "BOOKMARK":
+                if kind in OBJECT_EVENTS:
                     events += 1
                 if not self.apply_event(event):
                     raise _WatchEnded("expired")
@@ -289,6 +313,8 @@ class WatchCache(Generic[T]):
             return
         finally:
             self._streaming = False
+            if events:
+                self.backoff.reset()
         self._contact()
         if self.clock() - started < SHORT_WATCH_SECONDS and events == 0:
             raise ApiError(0, "ShortWatch", "watch closed within a second with no objects")

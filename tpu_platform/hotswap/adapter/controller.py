@@ -1,8 +1,10 @@
 """The control loop: caches -> snapshot -> decide -> (leader, not dry-run) apply. Handlers stay thin.
 
-Nothing is decided while any cache is stale (not listed, watch failing, or silent too long): a
-stale view could undo or repeat work. Every write passes the applier's fence (the lease held with
-margin, and the process not stopping). Liveness covers the loop, the elector and every watch
+A stale cache (not listed, watch failing, or silent too long) blocks only the actions that read
+it (``adapter/needs.py``): a stale pod cache stops evictions but not the taint of a pool whose
+nodes' cache is fresh; nothing is decided while the node caches are stale. A stale view could
+undo or repeat work. Every write passes the applier's fence (the lease held with margin, and the
+process not stopping). Liveness covers the loop, the elector and every watch
 thread: a dead or wedged thread gets the pod restarted.
 """
 
@@ -15,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tpu_platform.hotswap.adapter.api import KubeApi, Resource
-from tpu_platform.hotswap.adapter.applier import Applier, ApplyResult, Outcome
+from tpu_platform.hotswap.adapter.applier import Applier, ApplyResult, Outcome, taints_first
 from tpu_platform.hotswap.adapter.cache import WatchCache
 from tpu_platform.hotswap.adapter.config import Config
 from tpu_platform.hotswap.adapter.convert import (
@@ -34,6 +36,7 @@ from tpu_platform.hotswap.adapter.evidence import Evidence
 from tpu_platform.hotswap.adapter.expectations import Expectations
 from tpu_platform.hotswap.adapter.leader import LeaderElector
 from tpu_platform.hotswap.adapter.metrics import Metrics
+from tpu_platform.hotswap.adapter.needs import can_decide, runnable
 from tpu_platform.hotswap.adapter.rejections import report_rejections
 from tpu_platform.hotswap.core import constants as k
 from tpu_platform.hotswap.core.actions import Action, EvictionCause, EvictPod, ForceDeletePod
@@ -42,6 +45,9 @@ from tpu_platform.hotswap.core.model import JobSet, Pod, Snapshot
 from tpu_platform.hotswap.core.reconcile import Decision, decide
 
 log = logging.getLogger("hotswap.controller")
+BATCH_BUDGET_MIN_SECONDS = 1.0
+"""A batch writes for at most ``max(this, reconcile_interval_seconds)``, then the loop decides
+again at once: a pool that fails during a long backlog is decided within that, not after it."""
 
 
 class Controller:
@@ -180,16 +186,21 @@ class Controller:
         return self.leader is None or self.leader.is_leader()
 
     def reconcile_once(self) -> Decision | None:
-        """One pass; None while any cache is stale. Actions on what our last writes touched wait
-        until those writes are visible in the caches."""
+        """One pass; None while a node cache is stale. Actions that read a stale cache wait until
+        it is fresh, and actions on what our last writes touched wait until those writes are
+        visible in the caches."""
         now_mono = time.monotonic()
+        watched = [c.resource.name for c in self.caches]
+        fresh = []
         for c in self.caches:
             age = c.age(now_mono)
             self.metrics.cache_age.labels(resource=c.resource.name).set(age if age != float("inf") else -1)
-            self.metrics.cache_fresh.labels(resource=c.resource.name).set(1 if c.fresh(now_mono) else 0)
-        synced = self.synced
-        self.metrics.caches_synced.set(1 if synced else 0)
-        if not synced:
+            is_fresh = c.fresh(now_mono)
+            self.metrics.cache_fresh.labels(resource=c.resource.name).set(1 if is_fresh else 0)
+            if is_fresh:
+                fresh.append(c.resource.name)
+        self.metrics.caches_synced.set(1 if len(fresh) == len(watched) else 0)
+        if not can_decide(fresh, watched):
             return None
         self.metrics.pending_expectations.set(len(self.expectations.pending(now_mono)))
         started = time.perf_counter()
@@ -217,7 +228,15 @@ class Controller:
                 self.metrics.actions.labels(kind=type(a).__name__, outcome="not-leader").inc()
             self.metrics.reconciles.labels(result="standby").inc()
         else:
-            go, held = self.expectations.hold(decision.actions, time.monotonic())
+            ready, stale = runnable(decision.actions, fresh, watched)
+            for a in stale:
+                self.metrics.actions.labels(kind=type(a).__name__, outcome="stale-cache").inc()
+            if stale:
+                log.debug(
+                    "withheld until the caches they read are fresh",
+                    extra={"fields": {"withheld": len(stale), "fresh": fresh}},
+                )
+            go, held = self.expectations.hold(taints_first(ready), time.monotonic())
             if held:
                 self.metrics.held_actions.inc(len(held))
                 log.debug(
@@ -230,8 +249,11 @@ class Controller:
                     },
                 )
             batch = time.perf_counter()
-            results = self.applier.apply(go, snap) if go else []
+            budget = max(BATCH_BUDGET_MIN_SECONDS, self.config.runtime.reconcile_interval_seconds)
+            results = self.applier.apply(go, snap, deadline=time.monotonic() + budget) if go else []
             self.metrics.batch_duration.observe(time.perf_counter() - batch)
+            if any(r.outcome is Outcome.DEFERRED for r in results):
+                self.wake.set()
             self.expectations.expect(results, time.monotonic())
             self._record(decision, results)
             self.metrics.reconciles.labels(result="applied").inc()

@@ -9,6 +9,10 @@ Model: ``k8s.io/client-go/tools/leaderelection/leaderelection.go`` (client-go v0
   not lead wait ``RetryPeriod * (1 + 1.2 * rand)`` (``wait.JitterUntil`` with ``JitterFactor`` 1.2).
   These are kube-controller-manager's ``--leader-elect-lease-duration/-renew-deadline/-retry-period``
   defaults, and client-go requires ``LeaseDuration > RenewDeadline > RetryPeriod * JitterFactor``.
+- The leader renews optimistically: one update of the Lease as its last write returned it, and
+  only if that fails a read and a second update, in the same attempt (client-go v0.34.1
+  ``tryAcquireOrRenew``, "fast path for the leader to update optimistically"). A renewal is one
+  request, not two, so a faulty API fails it half as often and the write fence closes less.
 - Expiry is judged on the local monotonic clock from when the record was last seen to change,
   never by comparing our clock with another pod's ``renewTime``.
 - A renewal that fails (any exception: API status, transport, timeout) is retried every retry
@@ -17,10 +21,14 @@ Model: ``k8s.io/client-go/tools/leaderelection/leaderelection.go`` (client-go v0
   ``OnStoppedLeading`` (which controllers make fatal), the process stops writing at once and exits,
   so Kubernetes restarts it clean.
 - Fencing (:meth:`LeaderElector.may_write`): a write is issued only while the last successful
-  renewal, timed from *before* its request was sent, is younger than ``RenewDeadline`` minus a
-  margin (:attr:`LeaderElector.write_margin`, default one retry period). Another candidate can
-  only take over ``LeaseDuration`` after it saw that renewal, so a fenced write reaches the server
-  at least ``LeaseDuration - RenewDeadline + margin`` (7 s by default) before anyone else may lead.
+  renewal, timed from just *before* its update (or create) request was sent, is younger than
+  ``RenewDeadline`` minus a margin (:attr:`LeaderElector.write_margin`, default one retry period).
+  Another candidate can only take over ``LeaseDuration`` after it saw that renewal, which landed
+  after it was sent, so a fenced write reaches the server at least ``LeaseDuration -
+  RenewDeadline + margin`` (7 s by default) before anyone else may lead. Timing from the update
+  rather than from the read before it keeps a slow read from eating the fence: a renewal that has
+  just succeeded re-opens it at once, and so does a first acquisition, whose writes can go out in
+  the first reconcile.
 - The elector thread never releases the lease; the process does once, after its last write has
   returned (:meth:`LeaderElector.release` is idempotent, so there is no second release and 409).
 """
@@ -88,6 +96,9 @@ class LeaderElector:
         self._observed: tuple[Any, ...] | None = None
         self._observed_at = 0.0
         self._renewed_at: float | None = None
+        self._last_written: JSON | None = None
+        """The Lease as the server returned it after our last successful write (the optimistic
+        renewal updates it without reading it first)."""
         self._was_leader = False
         self._released = False
         self._lock = threading.RLock()
@@ -126,23 +137,34 @@ class LeaderElector:
             return
         self.lost.set()
         self._renewed_at = None
+        self._last_written = None
         log.error("lost the lease: stopping", extra={"fields": {"identity": self.identity, "why": why}})
         if self.on_lost is not None:
             self.on_lost()
 
     # --- one attempt -------------------------------------------------------------------------------
     def try_acquire_or_renew(self) -> bool:
-        """One attempt; never raises. True if this process leads afterwards."""
+        """One attempt; never raises. True if this process leads afterwards.
+
+        The leader first renews optimistically, one update of the Lease as its last write left
+        it; only if that fails does it read the record and write again (client-go's fast path in
+        ``tryAcquireOrRenew``). One request instead of two per renewal halves the chance that a
+        faulty API fails it, so the fence closes less often."""
         if self.lost.is_set() or self._released:
             return False
-        started = self.clock()
+        last = self._last_written
+        if last is not None and self.is_leader():
+            if self._write(last, holder=self.identity, transitions=0):
+                return self.is_leader()
+            log.info("optimistic renewal failed: reading the lease", extra={"fields": {}})
         try:
             lease = self.api.get_lease(self.namespace, self.name, timeout=self.request_timeout)
         except Exception as err:  # noqa: BLE001 - the elector survives every failure
             log.warning("lease read failed", extra={"fields": {"error": f"{type(err).__name__}: {err}"}})
             return self.is_leader()
         if lease is None:
-            return self._write(None, started, holder="", transitions=0)
+            self._write(None, holder="", transitions=0)
+            return self.is_leader()
         spec = lease.get("spec") or {}
         holder = str(spec.get("holderIdentity") or "")
         try:
@@ -160,9 +182,12 @@ class LeaderElector:
                     self._lose(f"lease held by {holder}")
                 self.is_leader()
                 return False
-        return self._write(lease, started, holder=holder, transitions=transitions)
+        self._write(lease, holder=holder, transitions=transitions)
+        return self.is_leader()
 
-    def _write(self, lease: JSON | None, started: float, *, holder: str, transitions: int) -> bool:
+    def _write(self, lease: JSON | None, *, holder: str, transitions: int) -> bool:
+        """Create or update the Lease with this process as holder; True if the server took it."""
+        started = self.clock()  # before the request is sent: the renewal cannot count from later
         stamp = micro_time(self.wall_clock())
         spec: JSON = dict((lease or {}).get("spec") or {})
         spec.update(
@@ -174,21 +199,26 @@ class LeaderElector:
         metadata: JSON = {"name": self.name, "namespace": self.namespace}
         try:
             if lease is None:
-                self.api.create_lease(
+                written = self.api.create_lease(
                     self.namespace, self._body(metadata, spec), timeout=self.request_timeout
                 )
             else:
                 metadata["resourceVersion"] = (lease.get("metadata") or {}).get("resourceVersion", "")
-                self.api.replace_lease(
+                written = self.api.replace_lease(
                     self.namespace, self.name, self._body(metadata, spec), timeout=self.request_timeout
                 )
         except Exception as err:  # noqa: BLE001 - the elector survives every failure
             status = err.status if isinstance(err, ApiError) else None
             log.info("lease update failed", extra={"fields": {"status": status, "error": str(err)}})
-            return self.is_leader()
+            return False
         with self._lock:
             if self.lost.is_set() or self._released:
                 return False
+            self._last_written = (
+                written
+                if isinstance(written, dict) and (written.get("metadata") or {}).get("resourceVersion")
+                else None
+            )
             self._renewed_at = started
             self._observed = (
                 self.identity,
@@ -197,7 +227,7 @@ class LeaderElector:
                 spec["leaseDurationSeconds"],
             )
             self._observed_at = self.clock()
-        return self.is_leader()
+        return True
 
     @staticmethod
     def _body(metadata: JSON, spec: JSON) -> JSON:
@@ -212,6 +242,7 @@ class LeaderElector:
             leading = self.is_leader()
             self._released = True
             self._renewed_at = None
+            self._last_written = None
             self._was_leader = False
         if self.on_change is not None and leading:
             self.on_change(False)

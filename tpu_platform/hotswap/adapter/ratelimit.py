@@ -15,6 +15,12 @@
   reset, timed out) says nothing about the item, only that the API was unreachable, so it does not
   escalate: the item waits one base step and keeps its count. Otherwise a pool that failed during
   an outage would wait out a backoff grown during the outage (up to 9.6 s) after the API is back.
+- Node patches (taints, pool annotations) get their own, short backoff
+  (:data:`NODE_PATCH_BACKOFF_MAX_SECONDS`, 1 s, at most 1.2 s with jitter): a pool's taint is the
+  one write a failing pool waits for, and it must be retried at the next reconcile tick (2 s by
+  default), not after a backoff grown by earlier faults; the cap stays well under T_bad (10 s by
+  default). A patch is small and guarded by the node's resourceVersion, so retrying it every tick
+  costs the API server little.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ DEFAULT_QPS = 20.0
 DEFAULT_BURST = 30
 BACKOFF_BASE_SECONDS = 0.25
 BACKOFF_MAX_SECONDS = 8.0
+NODE_PATCH_BACKOFF_MAX_SECONDS = 1.0
 RETRY_AFTER_MAX_SECONDS = 60.0
 """A Retry-After is honoured up to this (a hostile or broken server must not park the controller)."""
 
