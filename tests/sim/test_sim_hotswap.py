@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from tpu_platform.hotswap.core import Settings
+from tpu_platform.sim.failures import KUBELET_RESTART
 from tpu_platform.sim.infra import Failure, random_trace
 from tpu_platform.sim.kueue_tas import KueueTas
 from tpu_platform.sim.model import CAUSE_CONTROLLER, CAUSE_SCHEDULER
@@ -195,3 +196,36 @@ def test_the_lease_signal_on_a_random_trace_hides_no_action() -> None:
     assert with_lease.summary.mttr_p50_s >= FLOOR
     quick = run(scenario, Hotswap(LEASE))
     assert quick.summary == with_lease.summary, "skipping idle reconciles changes nothing with leases on"
+
+
+CONFIRMED = Settings(lease_stale_seconds=20.0, compute_corroboration=True, unhealthy_after_seconds=120.0)
+"""T_bad far beyond the Compute Engine answer: whatever declares the pool sooner is the confirmation."""
+SEEN = T.compute_status_lag_s + T.compute_api_latency_s + T.reconcile_interval_s
+"""After a silent death: Compute Engine's status turns (``compute_status_lag_s``), a read sent then
+answers (``compute_api_latency_s``), and the next reconcile reads it."""
+
+
+def test_a_compute_confirmation_declares_the_pool_and_clears_the_dead_pod_without_waiting_t_bad() -> None:
+    """The dead VM's pool is tainted, its pods failed fast and the dead node's pod force-deleted as soon
+    as Compute Engine's not-running answer is read, long before T_bad (120 s here) or NotReady would;
+    never a force delete of a pod whose VM still runs."""
+    scenario = seed_scenario(spare=True)
+    r = run(scenario, Hotswap(CONFIRMED, verify_idle=True))
+    assert r.controller is not None
+    ((_, tainted_at, _),) = [iv for iv in r.controller.tainted if iv[0] == failed_pool(r)]
+    assert FAIL_AT + T.compute_status_lag_s <= tainted_at <= FAIL_AT + SEEN + LAG
+    assert tainted_at < FAIL_AT + T.node_monitor_grace_s, "before NotReady, let alone T_bad"
+    assert r.controller.actions["force-delete"] == 1 and r.cluster.unsafe_force_deletes == 0
+    assert mttr(r) <= SEEN + RESTART + LAG
+
+
+def test_a_kubelet_restart_is_never_declared_early_by_corroboration() -> None:
+    """A live VM under a silent kubelet reads RUNNING: nothing is confirmed, so no early declaration,
+    eviction or force delete; with T_bad at 120 s a 60 s kubelet pause passes untouched."""
+    cfg = seed_stack(3)
+    trace = (Failure(FAIL_AT, "seed-4x4-2-n0", back_after=60.0, kind=KUBELET_RESTART),)
+    scenario = stack_scenario(cfg, trace=trace, end=FAIL_AT + 1200.0)
+    r = run(scenario, Hotswap(CONFIRMED, verify_idle=True))
+    assert r.controller is not None
+    assert r.controller.tainted == [] and r.cluster.force_deletes == 0
+    assert r.controller.actions["evict-fail-fast"] == 0
