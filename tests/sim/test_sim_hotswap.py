@@ -200,9 +200,10 @@ def test_the_lease_signal_on_a_random_trace_hides_no_action() -> None:
 
 CONFIRMED = Settings(lease_stale_seconds=20.0, compute_corroboration=True, unhealthy_after_seconds=120.0)
 """T_bad far beyond the Compute Engine answer: whatever declares the pool sooner is the confirmation."""
-SEEN = T.compute_status_lag_s + T.compute_api_latency_s + T.reconcile_interval_s
-"""After a silent death: Compute Engine's status turns (``compute_status_lag_s``), a read sent then
-answers (``compute_api_latency_s``), and the next reconcile reads it."""
+SEEN = T.compute_status_lag_s + T.compute_api_latency_s + T.compute_reread_s + T.reconcile_interval_s
+"""After a silent death: Compute Engine's status turns (``compute_status_lag_s``), the adapter's next
+re-read of the RUNNING answer (``compute_reread_s``) on a reconcile's grid, answering after
+``compute_api_latency_s``."""
 
 
 def test_a_compute_confirmation_declares_the_pool_and_clears_the_dead_pod_without_waiting_t_bad() -> None:
