@@ -163,3 +163,13 @@ def test_mttr_bench_takes_controller_settings(capsys: pytest.CaptureFixture[str]
     assert doc["policies"]["recipe"] == default["policies"]["recipe"], "settings move only the controller"
     with pytest.raises(SystemExit, match="lease_stale_seconds"):
         load("mttr").main([*args, "--setting", "lease_stale_seconds=15"])
+
+
+def test_every_ablation_row_sets_both_early_detection_mechanisms() -> None:
+    """The prod stack turns corroboration on: a row that left a mechanism to the stack would report the
+    stack's setting as "off"."""
+    rows = load("mttr").ABLATION
+    assert rows[0][1] == {"lease_stale_seconds": 0, "compute_corroboration": False}
+    for label, settings, _ in rows:
+        assert {"lease_stale_seconds", "compute_corroboration"} <= set(settings), label
+    assert len({tuple(sorted(s.items())) for _, s, t in rows if not t}) == 4, "four distinct mechanisms"
