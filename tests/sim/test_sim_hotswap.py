@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from tpu_platform.hotswap.core import Settings
+from tpu_platform.sim.episode_log import DecisionLog, episode_timeline
 from tpu_platform.sim.failures import KUBELET_RESTART
 from tpu_platform.sim.infra import Failure, random_trace
 from tpu_platform.sim.kueue_tas import KueueTas
@@ -230,3 +231,22 @@ def test_a_kubelet_restart_is_never_declared_early_by_corroboration() -> None:
     assert r.controller is not None
     assert r.controller.tainted == [] and r.cluster.force_deletes == 0
     assert r.controller.actions["evict-fail-fast"] == 0
+
+
+def test_the_episode_log_shows_the_confirmation_declaring_and_clearing_in_one_reconcile() -> None:
+    log = DecisionLog()
+    scenario = seed_scenario(spare=True)
+    r = run(scenario, Hotswap(CONFIRMED, on_decision=log.record))
+    ((at, node, _),) = r.metrics.failures
+    (episode,) = r.metrics.episodes
+    steps = dict(episode_timeline(log, episode, node, CONFIRMED))
+    names = [name for name, _ in episode_timeline(log, episode, node, CONFIRMED)]
+    assert names[-1] == "pods Running" and steps["pods Running"] == mttr(r)
+    renewed, suspect = steps["last Lease renewal"], steps["suspect"]
+    assert renewed is not None and suspect is not None
+    assert -T.lease_renew_s <= renewed <= 0 and suspect == renewed + CONFIRMED.lease_stale_seconds
+    confirmed = steps["confirmed not running"]
+    assert confirmed is not None and at + confirmed >= at + T.compute_status_lag_s
+    assert steps["pool declared"] == steps["fail-fast eviction"] == steps["force delete"] == confirmed
+    assert steps["first Compute answer (RUNNING)"] is not None
+    assert steps["NotReady"] == T.node_monitor_grace_s and confirmed < T.node_monitor_grace_s
