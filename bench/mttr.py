@@ -36,6 +36,7 @@ managed high-priority JobSet was not running, apart from planned moves at a chec
     python bench/mttr.py --quick    # 4 days + 2 per kind (under a minute)
     python bench/mttr.py --quick --setting lease_stale_seconds=20   # controller settings for the run
     python bench/mttr.py --quick --no-ablation                      # skip the mechanism ablation
+    python bench/mttr.py --quick --no-ablation --no-sensitivity --timeline 4   # steps of 4 episodes
     python bench/mttr.py --kinds chip_error,workload_crash --no-ablation   # chip/ICI signals only
 """
 
@@ -53,6 +54,7 @@ from typing import Any
 from tpu_platform.config import PlatformConfig
 from tpu_platform.hotswap.core import SettingsError, settings_from_mapping
 from tpu_platform.plan.stacks import STACKS_DIR, load_stack_config, parse_stack_config, stack_file
+from tpu_platform.sim.episode_log import DecisionLog, episode_timeline
 from tpu_platform.sim.failures import (
     CHIP_ERROR,
     HOST_DEATH,
@@ -132,6 +134,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--kinds", default=",".join(KINDS), help="comma-separated failure kinds to run")
     p.add_argument("--no-sensitivity", action="store_true", help="skip the repair-keeps-nodes run")
     p.add_argument("--no-ablation", action="store_true", help="skip the early-detection ablation runs")
+    p.add_argument(
+        "--timeline",
+        type=int,
+        default=0,
+        metavar="N",
+        help="print the steps of the first N host-death episodes under the hotswap controller",
+    )
     p.add_argument(
         "--no-chip-signals", action="store_true", help="skip the chip/ICI signal configuration runs"
     )
@@ -350,24 +359,33 @@ def _details(k: KindRun) -> None:
     _row("simulated in (s)", [f"{res[n].wall_s:.1f}" for n in POLICIES])
 
 
+_NEITHER = {"lease_stale_seconds": 0, "compute_corroboration": False}
+_BOTH = {"lease_stale_seconds": 20, "compute_corroboration": True}
 ABLATION: tuple[tuple[str, dict[str, Any], dict[str, Any]], ...] = (
-    ("NotReady + confirm (default)", {}, {}),
-    ("+ Lease signal", {"lease_stale_seconds": 20}, {}),
-    ("+ Compute Engine corroboration", {"compute_corroboration": True}, {}),
-    ("+ both", {"lease_stale_seconds": 20, "compute_corroboration": True}, {}),
-    (
-        "+ both, Compute status 120 s late",
-        {"lease_stale_seconds": 20, "compute_corroboration": True},
-        {"compute_status_lag_s": 120.0},
-    ),
-    (
-        "+ both, 50% Compute API errors",
-        {"lease_stale_seconds": 20, "compute_corroboration": True},
-        {"compute_api_error_rate": 0.5},
-    ),
+    ("NotReady + confirm (default)", _NEITHER, {}),
+    ("+ Lease signal", {**_NEITHER, "lease_stale_seconds": 20}, {}),
+    ("+ Compute Engine corroboration", {**_NEITHER, "compute_corroboration": True}, {}),
+    ("+ both", _BOTH, {}),
+    ("+ both, Compute status 120 s late", _BOTH, {"compute_status_lag_s": 120.0}),
+    ("+ both, 50% Compute API errors", _BOTH, {"compute_api_error_rate": 0.5}),
 )
-"""Mechanism label, controller settings on top of the run's, timings on top of the run's."""
+"""Mechanism label, controller settings on top of the run's, timings on top of the run's. Every row
+sets both mechanisms explicitly: a stack that already turns one on (prod: corroboration) would
+otherwise make its "off" rows the same as its "on" rows."""
 ABLATION_KINDS = (HOST_DEATH, KUBELET_RESTART)
+
+
+def _timelines(k: KindRun, n: int) -> None:
+    """The hotswap controller rerun on the host-death trace, each episode's steps from the incident."""
+    log = DecisionLog()
+    r = run(k.scenario, Hotswap(k.scenario.settings, on_decision=log.record))
+    nodes = {at: node for at, node, _ in r.metrics.failures}
+    eps = [e for e in r.metrics.episodes if e.kind == HOST_DEATH and e.start in nodes][:n]
+    print(f"\n== timeline: the first {len(eps)} host-death episodes, hotswap controller (s from the death)")
+    for e in eps:
+        print(f"{e.workload} ({e.restart_strategy}), node {nodes[e.start]}:")
+        for name, at in episode_timeline(log, e, nodes[e.start], k.scenario.settings):
+            print(f"  {'-' if at is None else f'{at:+7.1f}'}  {name}")
 
 
 def _ablation(runs: dict[str, KindRun]) -> dict[str, dict[str, dict[str, float | int | None]]]:
@@ -504,6 +522,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "  pods Running p50, nodes kept",
             [_p(sens.results[n], HOST_DEATH)["mttr_p50_s"] for n in POLICIES],
         )
+    if args.timeline > 0:
+        _timelines(main_run, args.timeline)
     ablation: dict[str, dict[str, dict[str, float | int | None]]] = {}
     if not args.no_ablation:
         if KUBELET_RESTART not in runs:

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from tpu_platform.hotswap.core import (
     GONE,
     NOT_RUNNING,
+    EvictPod,
     ForceDeletePod,
     Instance,
     Settings,
@@ -26,6 +27,7 @@ from tpu_platform.hotswap.core import (
     settings_from_mapping,
     suspects,
 )
+from tpu_platform.hotswap.core.corroboration import confirmation_problems
 from tpu_platform.testing.hotswap_builders import make_jobset, make_nodes, make_pool, running_pods
 
 DIED = 50_000.0
@@ -143,3 +145,95 @@ def test_fuzz_no_early_delete_without_a_documented_confirmation(
     documented = status in NOT_RUNNING or (host_error is not None and DIED <= host_error <= observed)
     if deletes:
         assert fresh and documented
+
+
+def test_a_confirmation_declares_the_pool_at_once_and_fails_fast_in_the_same_reconcile() -> None:
+    """T_bad lets a transient signal clear; a fresh not-running answer read after the suspicion is not
+    one, so the pool is declared, its managed pods evicted and those on the dead VM force-deleted in
+    one pass, 1 s into the suspicion."""
+    t = DIED + STALE + 1.0
+    d = decide(cluster_at(t, Instance(status="TERMINATED", observed=t - 0.5)), ON)
+    pool = d.pool("p")
+    assert pool is not None and pool.declared_now and pool.state.value == "Unhealthy"
+    assert "TERMINATED" in pool.reason
+    evicted = {a.name for a in d.actions if isinstance(a, EvictPod)}
+    deleted = {a.name for a in d.actions if isinstance(a, ForceDeletePod)}
+    assert len(evicted) == 4, "every managed pod of the slice is failed fast"
+    assert deleted and {a.node for a in d.actions if isinstance(a, ForceDeletePod)} == {"p-n2"}
+    assert deleted <= evicted
+    kinds = [type(a) for a in d.actions if isinstance(a, EvictPod | ForceDeletePod)]
+    assert kinds == sorted(kinds, key=lambda c: c is ForceDeletePod), (
+        "the eviction comes first (it records DisruptionTarget), then the force delete"
+    )
+
+
+@pytest.mark.parametrize(
+    "instance",
+    [
+        None,
+        Instance(status="RUNNING", observed=DIED + STALE + 0.5),
+        Instance(status="STOPPING", observed=DIED + STALE + 0.5),
+        Instance(status="TERMINATED", observed=DIED + STALE - 0.5),
+    ],
+    ids=["no-answer", "running", "stopping", "read-before-suspicion"],
+)
+def test_without_a_fresh_confirmation_the_pool_waits_out_t_bad(instance: Instance | None) -> None:
+    t = DIED + STALE + 1.0
+    assert decide(cluster_at(t, instance), OFF).pool("p").state.value == "Suspect"  # type: ignore[union-attr]
+    d = decide(cluster_at(t, instance), ON)
+    pool = d.pool("p")
+    assert pool is not None and pool.state.value == "Suspect"
+    assert not [a for a in d.actions if isinstance(a, EvictPod | ForceDeletePod)]
+    late = DIED + STALE + ON.unhealthy_after_seconds
+    assert decide(cluster_at(late, instance), ON).pool("p").declared  # type: ignore[union-attr]
+
+
+def test_a_confirmation_without_corroboration_on_changes_nothing() -> None:
+    t = DIED + STALE + 1.0
+    d = decide(cluster_at(t, Instance(status="TERMINATED", observed=t - 0.5)), OFF)
+    assert d.pool("p").state.value == "Suspect"  # type: ignore[union-attr]
+    assert confirmation_problems(cluster_at(t, Instance(status="GONE", observed=t)).nodes, OFF, t) == {}
+
+
+def test_the_mass_outage_guard_still_holds_a_confirmed_pool() -> None:
+    """A confirmation adds no node to the guard's count and does not bypass it."""
+    t = DIED + STALE + 1.0
+    snap = cluster_at(t, Instance(status="TERMINATED", observed=t - 0.5))
+    held = decide(snap, replace(ON, max_bad_node_fraction=0.2))
+    assert held.held and held.actions == ()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    status=st.sampled_from(sorted(NOT_RUNNING) + list(RUNNING_STATUSES)),
+    observed=st.floats(DIED - 50, DIED + 120, allow_nan=False),
+    host_error=st.none() | st.floats(DIED - 50, DIED + 120, allow_nan=False),
+    step=st.floats(0, 120, allow_nan=False),
+    renewed=st.floats(DIED - 30, DIED, allow_nan=False),
+)
+def test_fuzz_an_early_declaration_or_force_delete_needs_a_fresh_not_running_answer(
+    status: str, observed: float, host_error: float | None, step: float, renewed: float
+) -> None:
+    """Before T_bad has passed, the pool is declared (and anything evicted or force-deleted) only on a
+    fresh confirmation; before NotReady + ``dead_node_confirm_seconds`` (the node stays Ready here) no
+    force delete happens without one, terminating or not."""
+    t = DIED + step
+    ev = Instance(status=status, observed=observed, host_error_at=host_error)
+    for terminating in (False, True):
+        snap = cluster_at(t, ev, terminating=terminating)
+        nodes = tuple(replace(n, lease_renewed=renewed) if n.name == "p-n2" else n for n in snap.nodes)
+        snap = replace(snap, nodes=nodes)
+        d = decide(snap, ON)
+        pool = d.pool("p")
+        assert pool is not None
+        node = next(n for n in snap.nodes if n.name == "p-n2")
+        why = confirmed_down(node, ON, t)
+        deleted = [a for a in d.actions if isinstance(a, ForceDeletePod)]
+        if deleted:
+            assert why is not None
+            assert renewed + STALE <= observed <= t
+        early = t < renewed + STALE + ON.unhealthy_after_seconds
+        if pool.declared and early:
+            assert why is not None, "declared before T_bad without a confirmation"
+        if why is not None and not terminating:
+            assert pool.declared_now and deleted, "a confirmation declares and force-deletes at once"

@@ -163,3 +163,23 @@ def test_mttr_bench_takes_controller_settings(capsys: pytest.CaptureFixture[str]
     assert doc["policies"]["recipe"] == default["policies"]["recipe"], "settings move only the controller"
     with pytest.raises(SystemExit, match="lease_stale_seconds"):
         load("mttr").main([*args, "--setting", "lease_stale_seconds=15"])
+
+
+def test_every_ablation_row_sets_both_early_detection_mechanisms() -> None:
+    """The prod stack turns corroboration on: a row that left a mechanism to the stack would report the
+    stack's setting as "off"."""
+    rows = load("mttr").ABLATION
+    assert rows[0][1] == {"lease_stale_seconds": 0, "compute_corroboration": False}
+    for label, settings, _ in rows:
+        assert {"lease_stale_seconds", "compute_corroboration"} <= set(settings), label
+    assert len({tuple(sorted(s.items())) for _, s, t in rows if not t}) == 4, "four distinct mechanisms"
+
+
+def test_mttr_bench_prints_episode_timelines(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["--stack", "seed", "--days", "1", "--node-mtbf-days", "1", "--seed", "4", "--kinds", "host_death"]
+    assert load("mttr").main([*args, "--no-sensitivity", "--no-ablation", "--timeline", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "== timeline: the first" in out
+    section = out.split("== timeline", 1)[1]
+    assert section.count("pods Running") >= 1
+    assert "NotReady" in section and "pool declared" in section, "the seed stack's default path"

@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from tpu_platform.hotswap.core import Settings
+from tpu_platform.sim.episode_log import DecisionLog, episode_timeline
+from tpu_platform.sim.failures import KUBELET_RESTART
 from tpu_platform.sim.infra import Failure, random_trace
 from tpu_platform.sim.kueue_tas import KueueTas
 from tpu_platform.sim.model import CAUSE_CONTROLLER, CAUSE_SCHEDULER
@@ -195,3 +197,56 @@ def test_the_lease_signal_on_a_random_trace_hides_no_action() -> None:
     assert with_lease.summary.mttr_p50_s >= FLOOR
     quick = run(scenario, Hotswap(LEASE))
     assert quick.summary == with_lease.summary, "skipping idle reconciles changes nothing with leases on"
+
+
+CONFIRMED = Settings(lease_stale_seconds=20.0, compute_corroboration=True, unhealthy_after_seconds=120.0)
+"""T_bad far beyond the Compute Engine answer: whatever declares the pool sooner is the confirmation."""
+SEEN = T.compute_status_lag_s + T.compute_api_latency_s + T.compute_reread_s + T.reconcile_interval_s
+"""After a silent death: Compute Engine's status turns (``compute_status_lag_s``), the adapter's next
+re-read of the RUNNING answer (``compute_reread_s``) on a reconcile's grid, answering after
+``compute_api_latency_s``."""
+
+
+def test_a_compute_confirmation_declares_the_pool_and_clears_the_dead_pod_without_waiting_t_bad() -> None:
+    """The dead VM's pool is tainted, its pods failed fast and the dead node's pod force-deleted as soon
+    as Compute Engine's not-running answer is read, long before T_bad (120 s here) or NotReady would;
+    never a force delete of a pod whose VM still runs."""
+    scenario = seed_scenario(spare=True)
+    r = run(scenario, Hotswap(CONFIRMED, verify_idle=True))
+    assert r.controller is not None
+    ((_, tainted_at, _),) = [iv for iv in r.controller.tainted if iv[0] == failed_pool(r)]
+    assert FAIL_AT + T.compute_status_lag_s <= tainted_at <= FAIL_AT + SEEN + LAG
+    assert tainted_at < FAIL_AT + T.node_monitor_grace_s, "before NotReady, let alone T_bad"
+    assert r.controller.actions["force-delete"] == 1 and r.cluster.unsafe_force_deletes == 0
+    assert mttr(r) <= SEEN + RESTART + LAG
+
+
+def test_a_kubelet_restart_is_never_declared_early_by_corroboration() -> None:
+    """A live VM under a silent kubelet reads RUNNING: nothing is confirmed, so no early declaration,
+    eviction or force delete; with T_bad at 120 s a 60 s kubelet pause passes untouched."""
+    cfg = seed_stack(3)
+    trace = (Failure(FAIL_AT, "seed-4x4-2-n0", back_after=60.0, kind=KUBELET_RESTART),)
+    scenario = stack_scenario(cfg, trace=trace, end=FAIL_AT + 1200.0)
+    r = run(scenario, Hotswap(CONFIRMED, verify_idle=True))
+    assert r.controller is not None
+    assert r.controller.tainted == [] and r.cluster.force_deletes == 0
+    assert r.controller.actions["evict-fail-fast"] == 0
+
+
+def test_the_episode_log_shows_the_confirmation_declaring_and_clearing_in_one_reconcile() -> None:
+    log = DecisionLog()
+    scenario = seed_scenario(spare=True)
+    r = run(scenario, Hotswap(CONFIRMED, on_decision=log.record))
+    ((at, node, _),) = r.metrics.failures
+    (episode,) = r.metrics.episodes
+    steps = dict(episode_timeline(log, episode, node, CONFIRMED))
+    names = [name for name, _ in episode_timeline(log, episode, node, CONFIRMED)]
+    assert names[-1] == "pods Running" and steps["pods Running"] == mttr(r)
+    renewed, suspect = steps["last Lease renewal"], steps["suspect"]
+    assert renewed is not None and suspect is not None
+    assert -T.lease_renew_s <= renewed <= 0 and suspect == renewed + CONFIRMED.lease_stale_seconds
+    confirmed = steps["confirmed not running"]
+    assert confirmed is not None and at + confirmed >= at + T.compute_status_lag_s
+    assert steps["pool declared"] == steps["fail-fast eviction"] == steps["force delete"] == confirmed
+    assert steps["first Compute answer (RUNNING)"] is not None
+    assert steps["NotReady"] == T.node_monitor_grace_s and confirmed < T.node_monitor_grace_s

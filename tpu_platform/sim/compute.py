@@ -1,6 +1,9 @@
 """Compute Engine as the controller's corroborating source sees it: the status of the VM behind a
 suspect node, late by ``Timings.compute_status_lag_s`` after a silent host death, each read late by
-``compute_api_latency_s`` and failing with probability ``compute_api_error_rate``. A VM whose guest
+``compute_api_latency_s`` and failing with probability ``compute_api_error_rate``. Reads follow the
+adapter's cadence (``tpu_platform.hotswap.adapter.evidence``): a usable answer (read after the node's
+current suspicion began) is re-read once ``compute_reread_s`` old, anything else at most every
+``compute_retry_s``; in between the cached answer is joined in. A VM whose guest
 still runs (a kubelet restart, a slow host) reads RUNNING: the false positives of the node-side
 signals stay unconfirmed, which is what keeps the early force-delete fenced.
 
@@ -30,14 +33,40 @@ class ComputeApi:
         self.last: dict[str, Instance] = {}
         """The latest answer per node: a failed read leaves the previous one in place, as the adapter's
         evidence cache does (the core's max age and its after-the-suspicion rule bound its use)."""
+        self.attempted: dict[str, tuple[float, bool]] = {}
+        """Per node: the reconcile time its last read started at (the adapter's ``attempted``) and
+        whether it failed."""
+
+    def due(self, node: SimNode, now: float, since: float) -> bool:
+        """The adapter's rule: re-read a usable answer after ``compute_reread_s``, else after
+        ``compute_retry_s`` (a new suspicion makes the old answer unusable, so it is read at once)."""
+        if node.name not in self.attempted:
+            return True
+        at, failed = self.attempted[node.name]
+        answer = self.last.get(node.name)
+        usable = answer is not None and answer.observed >= since and not failed
+        return now - at >= (self.t.compute_reread_s if usable else self.t.compute_retry_s)
+
+    def forget(self, name: str) -> None:
+        """The node is no longer suspect: the adapter drops its cache entry."""
+        self.attempted.pop(name, None)
+        self.last.pop(name, None)
+
+    def join(self, node: SimNode, now: float, since: float) -> Instance | None:
+        """What the adapter joins into the snapshot: a fresh read if one is due, else the cached answer."""
+        if self.due(node, now, since):
+            return self.read(node, now)
+        return self.last.get(node.name)
 
     def read(self, node: SimNode, now: float) -> Instance | None:
         """One ``instances.get`` sent at ``now - latency``; when it fails, the previous answer (if any)."""
         self.reads += 1
+        sent = now - self.t.compute_api_latency_s
         if self.rng.random() < self.t.compute_api_error_rate:
             self.errors += 1
+            self.attempted[node.name] = (now, True)
             return self.last.get(node.name)
-        sent = now - self.t.compute_api_latency_s
+        self.attempted[node.name] = (now, False)
         down = node.vm_down_at
         stopped = not node.vm_running and down is not None and sent - down >= self.t.compute_status_lag_s
         answer = Instance(status="TERMINATED" if stopped else "RUNNING", observed=sent)

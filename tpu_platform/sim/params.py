@@ -125,6 +125,13 @@ class Timings:
     also runs it longer."""
     compute_api_latency_s: float = 0.5
     """chosen: one ``instances.get`` round trip; the answer describes the VM as it was when sent."""
+    compute_reread_s: float = 5.0
+    """controller: RuntimeConfig.compute_reread_seconds. The adapter re-reads a suspect node's VM once
+    its usable answer is this old (``adapter/evidence.py``), so a VM that turns TERMINATED after a
+    RUNNING answer is seen up to this late."""
+    compute_retry_s: float = 2.0
+    """controller: ``Evidence.retry_s``. A suspect node without a usable answer (none, read before its
+    suspicion, or its last read failed) is read again at most this often."""
     compute_api_error_rate: float = 0.05
     """chosen: share of Compute Engine reads that fail (503, deadline, 403 while a token rotates); a
     failed read confirms nothing and is retried at the next reconcile."""

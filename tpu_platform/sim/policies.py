@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from tpu_platform.hotswap.core import PoolMemory, Preemption, Settings, decide
+from tpu_platform.hotswap.core import Decision, PoolMemory, Preemption, Settings, Snapshot, decide
 from tpu_platform.hotswap.core.maintenance import moving_pools, next_wake
 from tpu_platform.sim.cluster import Cluster
 from tpu_platform.sim.compute import ComputeApi
@@ -82,9 +83,17 @@ class Hotswap:
     def toleration_s(self, t: Timings) -> float:
         return t.toleration_s
 
-    def __init__(self, settings: Settings | None = None, *, verify_idle: bool = False) -> None:
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        verify_idle: bool = False,
+        on_decision: Callable[[Snapshot, Decision], None] | None = None,
+    ) -> None:
         self.settings = settings if settings is not None else Settings()
         self.verify_idle = verify_idle
+        self.on_decision = on_decision
+        """Sees every snapshot and the decision on it (``tpu_platform.sim.episode_log`` logs episodes)."""
         self.stats = ControllerStats()
         self.leases = self.settings.lease_stale_seconds > 0
         """The Lease signal is on: snapshots carry renew times and a silent kubelet keeps it busy."""
@@ -142,6 +151,8 @@ class Hotswap:
         t0 = time.perf_counter()
         decision = decide(snap, self.settings, memory=self.memory)
         spent = time.perf_counter() - t0
+        if self.on_decision is not None:
+            self.on_decision(snap, decision)
         if idle and decision.actions:
             raise AssertionError(f"t={snap.now}: quiescent cluster but decide acted: {decision.actions[:3]}")
         stats = self.stats

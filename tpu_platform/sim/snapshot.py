@@ -144,8 +144,12 @@ class SnapshotBuilder:
             if self.leases
             else n.api
         )
-        if self.compute is not None and suspect_since(api, self.settings, now) is not None:
-            api = replace(api, instance=self.compute.read(n, now))
+        if self.compute is not None:
+            since = suspect_since(api, self.settings, now)
+            if since is None:
+                self.compute.forget(n.name)
+            else:
+                api = replace(api, instance=self.compute.join(n, now, since))
         return api
 
     def build(self) -> Snapshot:

@@ -26,6 +26,11 @@ kubelet's last Lease renewal, i.e. nothing of the node has been heard from since
 renewal time (the Lease not read) a host error confirms nothing, since an old one would be followed by
 a new boot whose pods may be running.
 
+A confirmation is not a transient signal, so it also declares the node's pool at once
+(:func:`confirmation_problems`): T_bad (``unhealthy_after_seconds``) exists to let a NotReady blip or a
+late Lease renewal clear, and a fresh not-running answer read after the suspicion is neither. Fail
+fast and the force deletion of the evicted pods then happen in the same reconcile.
+
 Evidence must have been read after the node became suspect and be at most
 ``instance_evidence_max_age_seconds`` old. No evidence (an API error, a slow answer) confirms nothing.
 Fresh evidence that the VM runs also vetoes the NotReady timer (``known_running``): a kubelet silent for
@@ -37,7 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from tpu_platform.hotswap.core.health import node_dead_since
+from tpu_platform.hotswap.core.health import Problem, node_dead_since
 from tpu_platform.hotswap.core.model import Node
 from tpu_platform.hotswap.core.settings import Settings
 
@@ -98,3 +103,17 @@ def confirmed_down(node: Node, settings: Settings, now: float) -> str | None:
     if err is not None and renewed is not None and renewed <= err <= ev.observed:
         return "Compute Engine recorded a host error for the VM since the kubelet was last heard"
     return None
+
+
+def confirmation_problems(nodes: Iterable[Node], settings: Settings, now: float) -> dict[str, list[Problem]]:
+    """A confirmed problem per suspect node whose VM is confirmed down: its pool is declared without
+    waiting out T_bad. Empty with corroboration off, and for a node without fresh not-running evidence
+    (such a node keeps its NotReady/Lease problems and their T_bad)."""
+    out: dict[str, list[Problem]] = {}
+    if not settings.compute_corroboration:
+        return out
+    for node in nodes:
+        why = confirmed_down(node, settings, now)
+        if why is not None:
+            out[node.name] = [Problem(node.name, why, suspect_since(node, settings, now), confirmed=True)]
+    return out

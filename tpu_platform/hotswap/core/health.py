@@ -46,8 +46,9 @@ class Problem:
     since: float | None
     """When the problem started, if the cluster says; None if only the controller can tell."""
     confirmed: bool = False
-    """Already confirmed by its own rule (workload reports: repetition or a second source), so the
-    pool is declared without waiting out T_bad, which exists to let one transient signal clear."""
+    """Already confirmed by its own rule (workload reports: repetition or a second source; a suspect
+    node whose VM Compute Engine reports not running), so the pool is declared without waiting out
+    T_bad, which exists to let one transient signal clear."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -352,7 +353,7 @@ def assess_pool(
     if len(nodes) < pool.expected_nodes:
         problems.append(Problem("", f"slice incomplete: {len(nodes)}/{pool.expected_nodes} nodes", None))
         untimed = True
-    confirmed = any(p.confirmed for p in pool_problems)
+    confirmed = any(p.confirmed for p in problems) or any(p.confirmed for p in pool_problems)
     for p in pool_problems:
         problems.append(p)
         if p.since is not None:

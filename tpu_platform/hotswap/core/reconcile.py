@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from tpu_platform.hotswap.core import constants as k
 from tpu_platform.hotswap.core.actions import Action, EmitEvent, EvictPod, sort_actions
+from tpu_platform.hotswap.core.corroboration import confirmation_problems
 from tpu_platform.hotswap.core.failfast import clear_stuck, fail_fast
 from tpu_platform.hotswap.core.health import (
     PoolMemory,
@@ -78,6 +79,8 @@ def decide(
             problems[node.name] = found
     maintenance = plan_maintenance(idx, s, now)
     for name, extra in maintenance.problems.items():
+        problems.setdefault(name, []).extend(extra)
+    for name, extra in confirmation_problems(idx.nodes.values(), s, now).items():
         problems.setdefault(name, []).extend(extra)
 
     actions: list[Action] = []

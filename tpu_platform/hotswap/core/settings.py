@@ -43,7 +43,8 @@ class Settings:
             Ready only flips after the 40 s node-monitor grace period, so a dead kubelet is already 40 s
             old when counting starts. 10 s more filters kubelet restarts and status blips while keeping
             detection (about 50 s after the kubelet dies) inside the 1-minute hotswap target and far
-            below the 300 s default eviction.""",
+            below the 300 s default eviction. A confirmed problem (a VM Compute Engine reads not
+            running, confirmed workload reports) is not transient and declares at once.""",
             "duration",
         ),
     )
@@ -131,7 +132,8 @@ class Settings:
             10 s and NotReady needs 40 s of silence; 20 s (two missed renewals) detects a dead kubelet
             ~20 s sooner, at the risk of acting on a kubelet that is merely slow to renew, which is why
             it is off by default. 0: off; otherwise at least 20, so one missed renewal never counts.
-            Never used to force-delete pods: that still needs NotReady for dead_node_confirm_seconds.""",
+            Alone never used to force-delete pods: that needs NotReady for dead_node_confirm_seconds,
+            or (compute_corroboration) the VM read not running after the Lease went stale.""",
             "duration",
         ),
     )
