@@ -72,7 +72,7 @@ enough leader-election traffic and handovers to fault; the target scales with th
 T_BAD = 2.0
 FAULT_TTL = 3.0
 WORLD_STEP_SECONDS = 0.25
-REQUEST_FAULT_RATE = 0.3
+REQUEST_FAULT_RATE = 0.2
 """Share of API requests that meet a fault (status, reset, slow write, watch cut), the same all
 run long."""
 RECONCILE_INTERVAL = 0.5

@@ -28,8 +28,10 @@ not wait for the whole backlog before it is even decided. :func:`taints_first` p
 ahead of every other node patch, so the next batch starts with them.
 
 Node patches are written by up to :data:`NODE_PATCH_WORKERS` writers at once, as
-kube-controller-manager runs several workers per controller (``--concurrent-*-syncs``;
-client-go's ``workqueue`` hands each key to one worker at a time). One write at a time behind slow
+kube-controller-manager runs several workers per controller (``--concurrent-*-syncs``, e.g.
+``--concurrent-deployment-syncs`` 5, kubernetes.io/docs/reference/command-line-tools-reference/
+kube-controller-manager), and its work queue never hands one key to two workers at once
+("Stingy", ``k8s.io/client-go/util/workqueue/doc.go``). One write at a time behind slow
 writes (a second each) would taint the sixth failed pool of a batch six seconds late. Each run of
 consecutive node patches (taints first, see :func:`taints_first`) is split by node: one node's
 patches stay in order on one writer (a key is never in two workers at once, as in the workqueue),
