@@ -239,3 +239,49 @@ def test_a_410_error_event_proves_nothing_about_the_watch() -> None:
         cache.backoff.next()
     assert cache.failures == 3 and not cache.fresh()
     assert cache.backoff.next() == 4.0, "never reset by the ERROR events"
+
+
+class RecordingStop(threading.Event):
+    """A stop event whose waits return at once and are recorded; set after ``limit`` waits."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+        self.waits: list[float] = []
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waits.append(float(timeout or 0.0))
+        if len(self.waits) >= self.limit:
+            self.set()
+        return self.is_set()
+
+
+def overloaded_relists(stale_retry: float | None) -> list[float]:
+    """The waits of a cache whose every list meets 500, 503 or 429 (the API just after an outage)."""
+    api = FakeApi()
+    api.fail["list_objects"] = [ApiError(code, "Overloaded") for code in (500, 503, 429) * 4]
+    cache: WatchCache[NodeRecord] = WatchCache(
+        api, NODES, node_from_api, stale_retry_seconds=stale_retry, failure_threshold=3
+    )
+    stop = RecordingStop(limit=12)
+    cache.run(stop)
+    assert not cache.fresh()
+    return stop.waits
+
+
+def test_a_stale_node_cache_retries_within_its_stale_retry_however_the_backoff_grew() -> None:
+    """client-go's reflector backoff (0.8 s doubling) grows through 429/5xx; a stale node cache
+    withholds every taint, so once stale it lists again within ``stale_retry_seconds``, jittered
+    between half and all of it (never a fixed beat, never below half: a 429 still waits)."""
+    capped = overloaded_relists(1.0)
+    assert all(w >= 0.8 for w in capped[:2])
+    assert capped[1] > 1.0, "not stale yet after two failures: the reflector's backoff alone"
+    assert all(0.5 <= w <= 1.0 for w in capped[2:]), capped
+    assert len(set(capped[2:])) > 1, "jittered"
+    uncapped = overloaded_relists(None)
+    assert max(uncapped[2:]) >= 4.0, "without it (pods, JobSets) the backoff keeps growing"
+
+
+def test_stale_retry_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="stale_retry_seconds"):
+        WatchCache(FakeApi(), NODES, node_from_api, stale_retry_seconds=0.0)

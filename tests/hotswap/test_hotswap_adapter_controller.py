@@ -8,6 +8,8 @@ import urllib.error
 import urllib.request
 from dataclasses import replace
 
+import pytest
+
 from tests.hotswap.hotswap_fakes import FakeApi, jobset_obj, node_obj, pod_obj
 from tpu_platform.hotswap.adapter.config import Config, RuntimeConfig
 from tpu_platform.hotswap.adapter.controller import Controller
@@ -270,3 +272,14 @@ def test_an_unmet_expectation_holds_only_what_it_touches() -> None:
     event_a = EmitEvent("Node", "", "a-1", "uid-a-1", "Warning", "HotswapPoolUnhealthy", "m", "Taint")
     go, held = c.expectations.hold((again_a, on_b, event_a), time.monotonic())
     assert go == (on_b,) and held == [again_a, event_a]
+
+
+@pytest.mark.parametrize(("interval", "retry"), [(2.0, 1.0), (0.2, 0.2)])
+def test_only_the_node_caches_retry_quickly_once_stale(interval: float, retry: float) -> None:
+    """Every taint reads the node caches (adapter/needs.py): once stale they list again within
+    min(1 s, reconcile interval); pods and JobSets keep the reflector's backoff alone."""
+    cfg = Config(Settings(lease_stale_seconds=40.0), RuntimeConfig(reconcile_interval_seconds=interval))
+    c = Controller(cluster(), cfg, identity="hotswap-0", metrics=Metrics(), clock=Clock(NOW))
+    assert c.leases is not None
+    assert c.nodes.stale_retry_seconds == c.leases.stale_retry_seconds == retry
+    assert c.pods.stale_retry_seconds is None and c.jobsets.stale_retry_seconds is None

@@ -26,6 +26,21 @@ controller decides again at once from fresh caches. Behind the client's QPS limi
 leader inherits every open episode) takes seconds to write, and a pool that fails meanwhile must
 not wait for the whole backlog before it is even decided. :func:`taints_first` puts the taints
 ahead of every other node patch, so the next batch starts with them.
+
+Node patches are written by up to :data:`NODE_PATCH_WORKERS` writers at once, as
+kube-controller-manager runs several workers per controller (``--concurrent-*-syncs``, e.g.
+``--concurrent-deployment-syncs`` 5, kubernetes.io/docs/reference/command-line-tools-reference/
+kube-controller-manager), and its work queue never hands one key to two workers at once
+("Stingy", ``k8s.io/client-go/util/workqueue/doc.go``). One write at a time behind slow
+writes (a second each) would taint the sixth failed pool of a batch six seconds late. Each run of
+consecutive node patches (taints first, see :func:`taints_first`) is split by node: one node's
+patches stay in order on one writer (a key is never in two workers at once, as in the workqueue),
+different nodes go in parallel. Every write still passes the budget, backoff and fence checks on
+its own, on the monotonic clock, at the moment it is sent, so a fence that closes mid-run stops
+every writer's next write; a run ends when its writes have returned, before anything that depends
+on them (fail-fast evictions of a pool wait for its taint, a Node Event for its patch). Evictions,
+deletions, JobSet records and Events stay one at a time, in order: they depend on each other and
+an eviction is never issued twice.
 """
 
 from __future__ import annotations
@@ -33,6 +48,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -52,6 +68,8 @@ from tpu_platform.hotswap.core.actions import (
 from tpu_platform.hotswap.core.model import Node, Snapshot
 
 CONTROLLER_NAME = "tpu-platform.dev/hotswap"
+NODE_PATCH_WORKERS = 4
+"""Node patches written at once (each fenced on its own); 1 writes them one at a time."""
 log = logging.getLogger("hotswap.apply")
 
 
@@ -241,7 +259,11 @@ class Applier:
         backoff: ItemBackoff | None = None,
         node_backoff: ItemBackoff | None = None,
         monotonic: Callable[[], float] = time.monotonic,
+        node_patch_workers: int = NODE_PATCH_WORKERS,
     ) -> None:
+        if node_patch_workers < 1:
+            raise ValueError(f"node_patch_workers must be >= 1, got {node_patch_workers}")
+        self.node_patch_workers = node_patch_workers
         self.api = api
         self.identity = identity
         self.node_event_namespace = node_event_namespace
@@ -268,8 +290,14 @@ class Applier:
         failed_evictions: set[str] = set()
         results: list[ApplyResult] = []
         outcomes: dict[int, Outcome] = {}
+        runs = self._node_patch_runs(actions)
+        early: dict[int, ApplyResult] = {}
         for action in actions:
-            if isinstance(action, EmitEvent):
+            if id(action) in runs:
+                early.update(self._write_run(runs[id(action)], nodes, deadline=deadline))
+            if id(action) in early:
+                result = early[id(action)]
+            elif isinstance(action, EmitEvent):
                 unissued = [
                     a
                     for a in reported_by(action, actions)
@@ -312,6 +340,38 @@ class Applier:
                 },
             )
         return results
+
+    def _node_patch_runs(self, actions: Sequence[Action]) -> dict[int, list[PatchNode]]:
+        """Runs of two or more consecutive node patches, by ``id`` of their first action (written
+        when the loop reaches it, so the order against other writes holds). With one worker, none."""
+        if self.node_patch_workers <= 1:
+            return {}
+        runs: dict[int, list[PatchNode]] = {}
+        run: list[PatchNode] = []
+        for action in (*actions, None):
+            if isinstance(action, PatchNode):
+                run.append(action)
+                continue
+            if len(run) > 1:
+                runs[id(run[0])] = run
+            run = []
+        return runs
+
+    def _write_run(
+        self, run: Sequence[PatchNode], nodes: dict[str, Node], *, deadline: float | None
+    ) -> dict[int, ApplyResult]:
+        """One run of node patches: per node in order, nodes in parallel; returns when all returned."""
+        by_node: dict[str, list[PatchNode]] = {}
+        for a in run:
+            by_node.setdefault(a.node, []).append(a)
+
+        def write(patches: list[PatchNode]) -> list[tuple[int, ApplyResult]]:
+            return [(id(a), self._fenced(a, nodes, set(), set(), set(), deadline=deadline)) for a in patches]
+
+        workers = min(self.node_patch_workers, len(by_node))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="apply-node") as pool:
+            futures = [pool.submit(write, patches) for patches in by_node.values()]
+            return {key: result for f in futures for key, result in f.result()}
 
     def _fenced(
         self,

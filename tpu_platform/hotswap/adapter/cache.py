@@ -29,6 +29,16 @@ Modelled on client-go's ``tools/cache/reflector.go``:
   attempt instead of resuming the watch, and a successful list makes it fresh at once: a quiet
   watch could otherwise stay open for a bookmark period (about a minute) before it proves the
   cache current. client-go likewise lists again after a watch that ended in an error.
+- A cache given ``stale_retry_seconds`` (the node caches, see ``adapter/needs.py``: every taint
+  reads them) retries at most that long after it went stale, with jitter (between half and all of
+  it), however far the backoff had grown. client-go's reflector keeps its one exponential backoff
+  (0.8 s doubling to 30 s, above) whether or not its store is current, because an informer's
+  handlers keep running on the last state. Here a stale node cache withholds every taint, and
+  right after an outage the API's first answers are often 429/5xx: a backoff escalated by them
+  (5.7 s after 500, 503, 429 in a row) kept the node cache stale for about 10 s, past the
+  lease duration + retry period the controller must act within. A LIST of TPU nodes (selected by
+  label, a few hundred objects at most) costs the API server little, and a 429 still waits its
+  own step: the wait never drops below half of ``stale_retry_seconds``.
 - ``410 Gone``/``Expired`` and "too large resource version" (504 with the
   ``ResourceVersionTooLarge`` cause, ``apiserver/pkg/storage/errors.go``; client-go's
   ``isTooLargeResourceVersionError``) mean the resourceVersion cannot be resumed: list again.
@@ -147,7 +157,12 @@ class WatchCache(Generic[T]):
         failure_threshold: int = 3,
         clock: Callable[[], float] = time.monotonic,
         backoff: Backoff | None = None,
+        stale_retry_seconds: float | None = None,
     ) -> None:
+        if stale_retry_seconds is not None and not stale_retry_seconds > 0:
+            raise ValueError(f"stale_retry_seconds must be > 0 or None, got {stale_retry_seconds}")
+        self.stale_retry_seconds = stale_retry_seconds
+        """Once stale, retry within this (jittered); None: the backoff alone decides."""
         self.api = api
         self.resource = resource
         self.convert = convert
@@ -335,7 +350,7 @@ class WatchCache(Generic[T]):
                 status = err.status if isinstance(err, ApiError) else -1
                 if self.observer is not None:
                     self.observer.watch_failed(self.resource.name, status)
-                wait = self.backoff.next(escalate=status != 0)
+                wait = self.retry_wait(status)
                 log.warning(
                     "watch failed",
                     exc_info=not isinstance(err, ApiError),
@@ -349,6 +364,15 @@ class WatchCache(Generic[T]):
                     },
                 )
                 stop.wait(wait)
+
+    def retry_wait(self, status: int) -> float:
+        """The wait after a failure with ``status``: the backoff's, capped once the cache is stale
+        when ``stale_retry_seconds`` is set."""
+        wait = self.backoff.next(escalate=status != 0)
+        if self.stale_retry_seconds is not None and self.failures >= self.failure_threshold:
+            cap = self.stale_retry_seconds * (0.5 + 0.5 * self.backoff.rng.random())
+            wait = min(wait, cap)
+        return wait
 
     def _changed(self) -> None:
         if self.on_change is not None:

@@ -2,7 +2,8 @@
 
 A stale cache (not listed, watch failing, or silent too long) blocks only the actions that read
 it (``adapter/needs.py``): a stale pod cache stops evictions but not the taint of a pool whose
-nodes' cache is fresh; nothing is decided while the node caches are stale. A stale view could
+nodes' cache is fresh; nothing is decided while the node caches are stale, so those retry their
+list within a second once stale (:data:`STALE_NODE_RETRY_MAX_SECONDS`). A stale view could
 undo or repeat work. Every write passes the applier's fence (the lease held with margin, and the
 process not stopping). Liveness covers the loop, the elector and every watch
 thread: a dead or wedged thread gets the pod restarted.
@@ -48,6 +49,10 @@ log = logging.getLogger("hotswap.controller")
 BATCH_BUDGET_MIN_SECONDS = 1.0
 """A batch writes for at most ``max(this, reconcile_interval_seconds)``, then the loop decides
 again at once: a pool that fails during a long backlog is decided within that, not after it."""
+STALE_NODE_RETRY_MAX_SECONDS = 1.0
+"""A stale node cache (nodes, node Leases) lists again within ``min(this, reconcile interval)``,
+jittered (``WatchCache.stale_retry_seconds``): every taint waits for it, and a LIST of TPU nodes is
+cheap. The pod and JobSet caches keep the reflector's backoff alone."""
 
 
 class Controller:
@@ -72,6 +77,7 @@ class Controller:
         self.wake = threading.Event()
         self.stopping = threading.Event()
         self.threads: list[threading.Thread] = []
+        stale_retry = min(STALE_NODE_RETRY_MAX_SECONDS, rt.reconcile_interval_seconds)
         self.nodes: WatchCache[NodeRecord] = WatchCache(
             api,
             Resource("nodes", rt.node_label_selector),
@@ -79,6 +85,7 @@ class Controller:
             watch_timeout_seconds=rt.watch_timeout_seconds,
             on_change=self.wake.set,
             observer=self.metrics,
+            stale_retry_seconds=stale_retry,
         )
         self.pods: WatchCache[Pod] = WatchCache(
             api,
@@ -107,6 +114,7 @@ class Controller:
                 lease_from_api,
                 watch_timeout_seconds=rt.watch_timeout_seconds,
                 observer=self.metrics,
+                stale_retry_seconds=stale_retry,
             )
         self.lease_observations = LeaseObservations()
         self.applier = Applier(
