@@ -11,7 +11,9 @@ renewals for a lease duration first, as an unreachable API would).
 Each outage starts with a fresh pool failure, so the controller has something to do the moment the
 API is back; ``max_seconds_to_act_after_outage`` is the time from the outage's end to that pool's
 taint. Outages and Lease takeovers never overlap (during a takeover no replica may lead for two
-lease durations, which is not the controller's to shorten). ``writes_without_lease`` is judged by
+lease durations, which is not the controller's to shorten), and an outage never starts inside the
+previous one's act-again window (lease duration + retry period): the first outage's time to act
+would then include the second outage's length. ``writes_without_lease`` is judged by
 the double at each write (the writer must hold an unexpired Lease by the server's clock),
 ``double_evictions`` counts pods evicted successfully more than once, ``thread_deaths`` the
 "thread died" log lines and tracebacks.
@@ -406,6 +408,8 @@ class Chaos:
     def outage(self) -> None:
         if time.monotonic() < self._takeover_until:
             return  # the Lease is another holder's: acting again after the outage could not be timed
+        if time.monotonic() < self._outage_ended + LEASE_DURATION + RETRY_PERIOD:
+            return  # inside the last outage's act-again window: its time to act would include this one
         f = self.figures
         seconds = self.rng.choice([0.3, 1.0, 2.0, 4.0, 8.0, 12.0])
         self.api.stop()
