@@ -33,7 +33,7 @@ managed high-priority JobSet was not running, apart from planned moves at a chec
 (``tpu_platform.sim.downtime``).
 
     python bench/mttr.py            # 60 days of host deaths + 20 days per other kind (several minutes)
-    python bench/mttr.py --quick    # 4 days + 2 per kind (under a minute)
+    python bench/mttr.py --quick    # 4 days + 2 per kind
     python bench/mttr.py --quick --setting lease_stale_seconds=20   # controller settings for the run
     python bench/mttr.py --quick --no-ablation                      # skip the mechanism ablation
     python bench/mttr.py --quick --no-ablation --no-sensitivity --timeline 4   # steps of 4 episodes
