@@ -29,7 +29,17 @@ from tpu_platform.hotswap.core import (
     decide,
 )
 from tpu_platform.hotswap.core import constants as k
-from tpu_platform.hotswap.core.maintenance import MOVE_REASON, Answer, moving_pools, next_wake, read_answer
+from tpu_platform.hotswap.core.index import ClusterIndex
+from tpu_platform.hotswap.core.maintenance import (
+    MOVE_REASON,
+    Answer,
+    avoided_pools,
+    moving_pools,
+    next_wake,
+    plan_maintenance,
+    pool_windows,
+    read_answer,
+)
 from tpu_platform.hotswap.core.timeutil import format_time
 from tpu_platform.testing.hotswap_builders import (
     make_jobset,
@@ -251,6 +261,25 @@ def test_no_victim_on_a_slice_about_to_be_maintained() -> None:
     assert decide(snap, off).preemptions[0].victims == ("default/low-a",), "least work lost"
     d = decide(snap)
     assert [p.victims for p in d.preemptions] == [("default/low-b",)]
+
+
+def test_pool_windows_hold_only_labelled_pools_and_serve_both_readers() -> None:
+    """The windows are read once per reconcile: only p-0 has a notice (an unparsable label on p-1
+    counts as none), and the victim choice reads the same answer from the plan as on its own."""
+    snap = world(W - 1800)
+    nodes = [
+        replace(n, labels={**n.labels, k.SCHEDULED_MAINTENANCE_LABEL: "soon"}) if n.pool == "p-1" else n
+        for n in snap.nodes
+    ]
+    snap = replace(snap, nodes=tuple(nodes))
+    s = Settings()
+    idx = ClusterIndex(snap, s)
+    assert pool_windows(idx) == {"p-0": W}
+    plan = plan_maintenance(idx, s, snap.now)
+    assert plan.windows == {"p-0": W}
+    assert avoided_pools(idx, s, snap.now, windows=plan.windows) == avoided_pools(idx, s, snap.now)
+    assert avoided_pools(idx, s, snap.now) == frozenset({"p-0"})
+    assert plan_maintenance(idx, Settings(maintenance_moves=False), snap.now).windows == {}
 
 
 @settings(max_examples=150, deadline=None)

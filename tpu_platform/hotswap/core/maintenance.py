@@ -49,7 +49,7 @@ so a restarted controller continues where the last one stopped, and ``decide(aft
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from tpu_platform.hotswap.core import constants as k
@@ -83,6 +83,18 @@ def pool_window(nodes: Iterable[Node]) -> float | None:
     return min(times) if times else None
 
 
+def pool_windows(idx: ClusterIndex) -> dict[str, float]:
+    """Pool name -> its window start, for the pools that have one; computed once per reconcile, since
+    both the protocol and the victim choice read it (most nodes carry no notice)."""
+    out: dict[str, float] = {}
+    for name, nodes in idx.nodes_by_pool.items():
+        if any(n.labels and k.SCHEDULED_MAINTENANCE_LABEL in n.labels for n in nodes):
+            w = pool_window(nodes)
+            if w is not None:
+                out[name] = w
+    return out
+
+
 def request_at(window: float, settings: Settings) -> float:
     """When the checkpoint is asked for."""
     return deadline(window, settings) - settings.maintenance_checkpoint_seconds
@@ -109,16 +121,15 @@ def next_wake(nodes: Iterable[Node], settings: Settings, now: float) -> float | 
     return best
 
 
-def avoided_pools(idx: ClusterIndex, settings: Settings, now: float) -> frozenset[str]:
-    """Pools whose window starts within ``maintenance_avoid_seconds``: not a destination."""
+def avoided_pools(
+    idx: ClusterIndex, settings: Settings, now: float, *, windows: Mapping[str, float] | None = None
+) -> frozenset[str]:
+    """Pools whose window starts within ``maintenance_avoid_seconds``: not a destination.
+    ``windows`` is :func:`pool_windows` of ``idx`` when the caller has it already."""
     if not settings.maintenance_moves or settings.maintenance_avoid_seconds <= 0:
         return frozenset()
-    out = set()
-    for name, nodes in idx.nodes_by_pool.items():
-        w = pool_window(nodes)
-        if w is not None and w - now < settings.maintenance_avoid_seconds:
-            out.add(name)
-    return frozenset(out)
+    found = pool_windows(idx) if windows is None else windows
+    return frozenset(name for name, w in found.items() if w - now < settings.maintenance_avoid_seconds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +174,8 @@ class MaintenancePlan:
     moving: set[str] = field(default_factory=set)
     """Pools whose move is due."""
     notes: list[str] = field(default_factory=list)
+    windows: dict[str, float] = field(default_factory=dict)
+    """:func:`pool_windows` of the index (empty with moves off)."""
 
 
 def plan_maintenance(idx: ClusterIndex, settings: Settings, now: float) -> MaintenancePlan:
@@ -175,10 +188,9 @@ def plan_maintenance(idx: ClusterIndex, settings: Settings, now: float) -> Maint
     bound: dict[str, tuple[JobSet, float, list[str]]] = {}
     """Every JobSet on a pool past its request time: the earliest deadline, and all those pools (a new
     request names them all, so no pool's request undoes another's)."""
-    for name, nodes in idx.nodes_by_pool.items():
-        w = pool_window(nodes)
-        if w is None:
-            continue
+    plan.windows = pool_windows(idx)
+    for name, w in plan.windows.items():
+        nodes = idx.nodes_by_pool[name]
         asked_from, due_at = request_at(w, settings), deadline(w, settings)
         if now < asked_from:
             continue

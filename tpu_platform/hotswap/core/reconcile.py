@@ -159,7 +159,9 @@ def decide(
             | {p.jobset for p in idx.terminating if p.jobset is not None}
             | {key for key, pods in idx.pods_by_jobset.items() if any(p.terminating for p in pods)}
         )
-        plan = plan_preemptions(idx, statuses, s, now, failing, avoid=avoided_pools(idx, s, now))
+        plan = plan_preemptions(
+            idx, statuses, s, now, failing, avoid=avoided_pools(idx, s, now, windows=maintenance.windows)
+        )
         for e in plan.evictions:
             evictions.setdefault(e.key, e)
         actions.extend(plan.annotations)
