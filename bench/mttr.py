@@ -282,15 +282,29 @@ def _maintenance(r: Result) -> dict[str, float | int | None]:
     }
 
 
+def _hotswap_variant(
+    base: Scenario, settings: dict[str, Any], timings: dict[str, Any] | None = None
+) -> Result:
+    """The hotswap controller alone on ``base``'s trace with these settings and timings on top."""
+    scenario = replace(
+        base,
+        settings=settings_from_mapping({**base.settings.to_dict(), **settings}),
+        timings=base.timings.with_overrides(timings or {}),
+    )
+    return run(scenario, Hotswap(scenario.settings))
+
+
+def _episode_percentiles(r: Result, kind: str) -> dict[str, float | int | None]:
+    """Pods Running p50/p95 over the run's episodes of ``kind``."""
+    eps = [e.seconds for e in r.metrics.episodes if e.kind == kind and e.seconds is not None]
+    return {"mttr_p50_s": _r(percentile(eps, 50)), "mttr_p95_s": _r(percentile(eps, 95))}
+
+
 def _maintenance_ablation(k: KindRun) -> dict[str, float | int | None]:
     """The hotswap controller on the maintenance trace with maintenance-aware moves off."""
-    base = k.scenario
-    scenario = replace(
-        base, settings=settings_from_mapping({**base.settings.to_dict(), "maintenance_moves": False})
-    )
     progress = Progress()
     progress.step("maintenance: hotswap without maintenance-aware moves ...")
-    r = run(scenario, Hotswap(scenario.settings))
+    r = _hotswap_variant(k.scenario, {"maintenance_moves": False})
     progress.done()
     out = _maintenance(r)
     _row("  hotswap, moves off: unplanned (s)", [out["unplanned_downtime_s"]])
@@ -397,18 +411,10 @@ def _ablation(runs: dict[str, KindRun]) -> dict[str, dict[str, dict[str, float |
         for kind in ABLATION_KINDS:
             if kind not in runs:
                 continue
-            base = runs[kind].scenario
             progress.step(f"ablation: {label} on {kind} ...")
-            scenario = replace(
-                base,
-                settings=settings_from_mapping({**base.settings.to_dict(), **settings}),
-                timings=base.timings.with_overrides(timings),
-            )
-            r = run(scenario, Hotswap(scenario.settings))
-            eps = [e.seconds for e in r.metrics.episodes if e.kind == kind and e.seconds is not None]
+            r = _hotswap_variant(runs[kind].scenario, settings, timings)
             out[label][kind] = {
-                "mttr_p50_s": _r(percentile(eps, 50)),
-                "mttr_p95_s": _r(percentile(eps, 95)),
+                **_episode_percentiles(r, kind),
                 "force_deletes": r.cluster.force_deletes,
                 "unsafe_force_deletes": r.cluster.unsafe_force_deletes,
             }
@@ -455,18 +461,10 @@ def _chip_signals(runs: dict[str, KindRun]) -> dict[str, dict[str, dict[str, flo
         for kind in (CHIP_ERROR, WORKLOAD_CRASH):
             if kind not in runs:
                 continue
-            base = runs[kind].scenario
             progress.step(f"chip signals: {label} on {kind} ...")
-            scenario = replace(
-                base,
-                settings=settings_from_mapping({**base.settings.to_dict(), **settings}),
-                timings=base.timings.with_overrides(timings),
-            )
-            r = run(scenario, Hotswap(scenario.settings))
-            eps = [e.seconds for e in r.metrics.episodes if e.kind == kind and e.seconds is not None]
+            r = _hotswap_variant(runs[kind].scenario, settings, timings)
             out[label][kind] = {
-                "mttr_p50_s": _r(percentile(eps, 50)),
-                "mttr_p95_s": _r(percentile(eps, 95)),
+                **_episode_percentiles(r, kind),
                 "pools_declared": _declared(r),
             }
     progress.done()
