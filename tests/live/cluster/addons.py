@@ -1,0 +1,142 @@
+"""JobSet and Kueue from their charts: the chart's CRDs, RBAC, config and webhooks applied, the binary run locally.
+
+Each controller runs as the chart's own ServiceAccount (a TokenRequest token in its kubeconfig), so
+it has exactly the RBAC its chart grants, with the chart's container arguments and the chart's
+Configuration; only serving addresses, certificate paths and leader election change for a local
+process. Kueue with ``internalCertManagement.enable: false`` reads its metrics certificate from
+``/etc/kueue/metrics/certs`` and its visibility server's from ``/visibility`` (kueue v0.19.2
+``cmd/kueue/main.go``, ``pkg/visibility/server.go``): the process runs in a private mount namespace
+(``unshare --mount``) in which the session's certificates are bind-mounted on those two paths, so
+nothing is written outside the session's folder but the two empty mount points.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from . import charts
+from .controlplane import ControlPlane
+from .kube import Kube, wait_for
+from .process import Process, free_port, https_ok, port_open
+
+KUEUE_CERT_PATHS = (Path("/etc/kueue/metrics/certs"), Path("/visibility"))
+
+
+@dataclass
+class Addon:
+    """One controller started from its chart."""
+
+    name: str
+    chart: charts.RenderedChart
+    process: Process
+    webhook_url: str
+
+
+def namespace_obj(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+
+def service_account_token(kube: Kube, namespace: str, name: str, seconds: int = 86400) -> str:
+    """A bound token for ``namespace/name`` from the TokenRequest API (as the kubelet would mount)."""
+    path = f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token"
+    body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": seconds}}
+    return str(kube.request("POST", path, body)["status"]["token"])
+
+
+def install_crds(kube: Kube, crds: list[dict[str, Any]], webhook_url: str, ca_pem: bytes) -> None:
+    for crd in crds:
+        kube.apply(charts.local_conversion(crd, webhook_url, ca_pem))
+    for crd in crds:
+        name = crd["metadata"]["name"]
+
+        def established(name: str = name) -> bool:
+            got = kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", name)
+            conds = got.get("status", {}).get("conditions", [])
+            return any(c["type"] == "Established" and c["status"] == "True" for c in conds)
+
+        wait_for(f"CRD {name} established", established, 60)
+
+
+def _config_from_chart(chart: charts.RenderedChart) -> dict[str, Any]:
+    maps = [m for m in chart.find("ConfigMap") if "controller_manager_config.yaml" in (m.get("data") or {})]
+    if len(maps) != 1:
+        raise ValueError(f"{chart.release}: expected one ConfigMap with controller_manager_config.yaml")
+    return dict(yaml.safe_load(maps[0]["data"]["controller_manager_config.yaml"]))
+
+
+def _local_args(container: dict[str, Any], config_path: Path, kubeconfig: Path) -> list[str]:
+    args = [a for a in container.get("args", []) if not a.startswith("--config=")]
+    return [*args, f"--config={config_path}", f"--kubeconfig={kubeconfig}"]
+
+
+def start_addon(
+    cp: ControlPlane,
+    kube: Kube,
+    binary: Path,
+    helm: Path,
+    chart_inputs: dict[str, Any],
+    *,
+    kube_version: str,
+) -> Addon:
+    """Render, apply, start and register the webhooks of one chart's controller."""
+    name = str(chart_inputs["name"])
+    workdir = cp.workdir / name
+    workdir.mkdir(parents=True, exist_ok=True)
+    chart = charts.render(helm, chart_inputs, workdir, kube_version)
+    kube.apply(namespace_obj(chart.namespace))
+    webhook_port, health_port = free_port(), free_port()
+    webhook_url = f"https://127.0.0.1:{webhook_port}"
+    ca_pem = cp.pki.pem()
+    install_crds(kube, chart.crds, webhook_url, ca_pem)
+    kube.apply_all(o for o in chart.applied if o.get("kind") != "APIService")
+    certs = workdir / "certs"
+    certs.mkdir(exist_ok=True)
+    pair = cp.pki.issue(f"{name}-serving", common_name=f"{name}-webhook", hosts=("127.0.0.1",), server=True)
+    for src, dst in ((pair.cert, "tls.crt"), (pair.key, "tls.key")):
+        (certs / dst).write_bytes(src.read_bytes())
+    config = _config_from_chart(chart)
+    config["webhook"] = {**(config.get("webhook") or {}), "host": "127.0.0.1", "port": webhook_port, "certDir": str(certs)}
+    config["health"] = {**(config.get("health") or {}), "healthProbeBindAddress": f"127.0.0.1:{health_port}"}
+    config["metrics"] = {**(config.get("metrics") or {}), "bindAddress": "0"}
+    config["leaderElection"] = {**(config.get("leaderElection") or {}), "leaderElect": False}
+    config["internalCertManagement"] = {"enable": False}
+    if name == "kueue":
+        config["visibilityServer"] = {"bindAddress": "127.0.0.1", "bindPort": free_port()}
+    config_path = workdir / "config.yaml"
+    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+    token = service_account_token(kube, chart.namespace, chart.service_account())
+    kubeconfig = cp.token_kubeconfig(f"{name}-controller", token)
+    argv = [str(binary), *_local_args(chart.deployment_container(), config_path, kubeconfig)]
+    if name == "kueue":
+        argv = _in_mount_namespace(argv, certs)
+    env = {"PATH": os.environ.get("PATH", ""), "POD_NAMESPACE": chart.namespace, "NAMESPACE": chart.namespace}
+    proc = cp.group.add(Process(name, argv, cp.workdir / "logs" / f"{name}.log", env=env))
+    proc.start()
+    proc.wait_ready(https_ok(f"http://127.0.0.1:{health_port}/readyz"), 120)
+    proc.wait_ready(port_open(webhook_port), 60)
+    kube.apply_all(charts.local_webhooks(chart.webhooks, webhook_url, ca_pem))
+    return Addon(name, chart, proc, webhook_url)
+
+
+def _in_mount_namespace(argv: list[str], certs: Path) -> list[str]:
+    """Run ``argv`` with ``certs`` bind-mounted on Kueue's fixed certificate paths, privately."""
+    for path in KUEUE_CERT_PATHS:
+        path.mkdir(parents=True, exist_ok=True)
+    mounts = " && ".join(f"mount --bind {shlex.quote(str(certs))} {shlex.quote(str(p))}" for p in KUEUE_CERT_PATHS)
+    script = f"{mounts} && exec {shlex.join(argv)}"
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script]
+
+
+def chart_inputs_from_plan(plan: dict[str, Any], release: str) -> dict[str, Any]:
+    """The inputs of the plan's ``kubernetes:helm.sh/v4:Chart`` whose release name is ``release``."""
+    for res in plan.get("resources", []):
+        if res.get("type") == "kubernetes:helm.sh/v4:Chart" and res.get("inputs", {}).get("name") == release:
+            return dict(json.loads(json.dumps(res["inputs"])))
+    raise KeyError(f"plan of stack {plan.get('stack')}: no Chart with release name {release!r}")

@@ -1,0 +1,187 @@
+"""The live tier's cluster: a control plane and kwok for the session, a stack's platform on top per test.
+
+``LiveCluster`` starts etcd, the three Kubernetes servers and kwok once. ``install(stack)`` brings
+up one stack's cluster as its plan renders it: the TPU node pools as kwok nodes, JobSet and Kueue
+from their charts with the stack's values (so Kueue runs the stack's own Configuration), and the
+GMP CRDs GKE serves with Managed Prometheus. ``uninstall()`` takes all of it away again, webhooks
+first, so the next stack starts from an empty cluster without a restart of the control plane.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from . import addons, binaries, kwok, nodes, rendered
+from .charts import SHARED
+from .controlplane import ControlPlane
+from .kube import ApiError, Kube, wait_for
+from .process import Process
+
+BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "jobset", "kueue", "helm")
+GMP_CRDS = SHARED / "crds" / "gmp-prometheus-engine-2ffde4e"
+
+
+@dataclass
+class Installed:
+    """One stack's cluster on the control plane: what to take away again."""
+
+    stack: str
+    provider: str
+    plan: dict[str, Any]
+    pools: list[nodes.SlicePool]
+    addons: list[addons.Addon] = field(default_factory=list)
+    applied: list[dict[str, Any]] = field(default_factory=list)
+
+
+class LiveCluster:
+    """Owns every process it starts; ``stop()`` ends them by PID, in reverse order."""
+
+    def __init__(self, workdir: Path, controller_manager_flags: tuple[str, ...] = ()) -> None:
+        self.paths, self.versions = binaries.locate(BINARIES)
+        self.workdir = workdir
+        self.cp = ControlPlane(self.paths, workdir, controller_manager_flags)
+        self.kube: Kube | None = None
+        self.kwok: Process | None = None
+        self.current: Installed | None = None
+        self.timings: dict[str, float] = {}
+
+    @property
+    def kube_version(self) -> str:
+        return self.versions["kube-apiserver"]
+
+    def start(self) -> LiveCluster:
+        started = time.monotonic()
+        try:
+            self.cp.start()
+            self.kube = Kube(self.cp.admin_kubeconfig)
+            self.kwok = kwok.start_kwok(self.cp, self.paths["kwok"])
+            for crd_file in sorted(GMP_CRDS.glob("*.yaml")):
+                self.admin.apply(yaml.safe_load(crd_file.read_text()))
+        except BaseException:
+            self.stop()
+            raise
+        self.timings["control_plane_s"] = time.monotonic() - started
+        return self
+
+    @property
+    def admin(self) -> Kube:
+        assert self.kube is not None, "LiveCluster.start() first"
+        return self.kube
+
+    def stop(self) -> None:
+        if self.kube is not None:
+            self.kube.close()
+        self.cp.stop()
+
+    # one stack at a time -------------------------------------------------------------------
+    def install(self, stack: str, provider: str | None = None) -> Installed:
+        """Nodes, JobSet and Kueue of ``stack``'s cluster (``provider``: one cluster of a fleet)."""
+        if self.current is not None:
+            self.uninstall()
+        plan = rendered.load_plan(stack)
+        groups = rendered.clusters(plan)
+        provider = provider or next(iter(groups))
+        started = time.monotonic()
+        pools = [p for p in nodes.pools_from_plan(plan) if _pool_in_cluster(plan, p, provider)]
+        installed = Installed(stack, provider, plan, pools)
+        self.current = installed
+        for pool in pools:
+            for node in nodes.node_objects(pool):
+                self.admin.create(node)
+        names = [n for p in pools for n in p.node_names()]
+        wait_for(f"{len(names)} kwok nodes Ready", lambda: self.ready_nodes() >= set(names), 60)
+        chart_inputs = rendered.charts(plan, provider)
+        for release in ("jobset", "kueue"):
+            if release in chart_inputs:
+                binary = self.paths[release]
+                addon = addons.start_addon(
+                    self.cp, self.admin, binary, self.paths["helm"], chart_inputs[release], kube_version=self.kube_version
+                )
+                installed.addons.append(addon)
+        self.timings[f"install_{stack}_{provider}_s"] = time.monotonic() - started
+        return installed
+
+    def ready_nodes(self) -> set[str]:
+        out = set()
+        for node in self.admin.list("v1", "Node"):
+            conds = node.get("status", {}).get("conditions", [])
+            if any(c["type"] == "Ready" and c["status"] == "True" for c in conds):
+                out.add(node["metadata"]["name"])
+        return out
+
+    def apply_plan_objects(self) -> list[tuple[rendered.PlannedObject, ApiError | None]]:
+        """Every Kubernetes object of the installed cluster's plan, applied; each with its rejection."""
+        installed = self._installed()
+        results = []
+        for obj in rendered.clusters(installed.plan)[installed.provider]:
+            try:
+                self.admin.apply(obj.manifest)
+                installed.applied.append(obj.manifest)
+                results.append((obj, None))
+            except ApiError as err:
+                results.append((obj, err))
+        return results
+
+    def _installed(self) -> Installed:
+        assert self.current is not None, "install(stack) first"
+        return self.current
+
+    def uninstall(self) -> None:
+        """Stop the stack's controllers and delete what it created, webhooks first; wait until gone."""
+        installed = self._installed()
+        kube = self.admin
+        for addon in reversed(installed.addons):
+            for config in addon.chart.webhooks:
+                kube.delete(config["apiVersion"], config["kind"], config["metadata"]["name"])
+        for addon in reversed(installed.addons):
+            addon.process.stop()
+            self.cp.group.processes.remove(addon.process)
+        namespaces: set[str] = set()
+        for obj in reversed(installed.applied + [o for a in installed.addons for o in a.chart.applied]):
+            meta = obj.get("metadata") or {}
+            if obj.get("kind") == "Namespace":
+                namespaces.add(meta["name"])
+            elif not meta.get("namespace"):
+                with contextlib.suppress(KeyError):
+                    kube.delete(obj["apiVersion"], obj["kind"], meta["name"])
+        namespaces |= {a.chart.namespace for a in installed.addons}
+        for crd in (c for a in installed.addons for c in a.chart.crds):
+            kube.delete("apiextensions.k8s.io/v1", "CustomResourceDefinition", crd["metadata"]["name"])
+        for ns in namespaces:
+            kube.delete("v1", "Namespace", ns)
+        for pool in installed.pools:
+            for name in pool.node_names():
+                kube.delete("v1", "Node", name)
+        wait_for("namespaces of the last stack gone", lambda: not namespaces & self._namespaces(), 120)
+        self.current = None
+
+    def _namespaces(self) -> set[str]:
+        return {n["metadata"]["name"] for n in self.admin.list("v1", "Namespace")}
+
+
+def _pool_in_cluster(plan: dict[str, Any], pool: nodes.SlicePool, provider: str) -> bool:
+    """A pool belongs to the cluster its provider depends on (a fleet plan has one per cluster)."""
+    cluster_of: dict[str, set[str]] = {}
+    for res in plan["resources"]:
+        clusters = {d for d in res.get("dependsOn") or () if d.startswith("gcp:container/cluster:Cluster::")}
+        if res["type"] == "pulumi:providers:kubernetes":
+            cluster_of[f"provider::{res['name']}"] = clusters
+        elif res["type"] == "gcp:container/nodePool:NodePool" and res["inputs"]["name"] == pool.name:
+            cluster_of["pool"] = clusters
+    return bool(cluster_of.get("pool", set()) & cluster_of.get(f"provider::{provider}", set()))
+
+
+@contextlib.contextmanager
+def live_cluster(workdir: Path) -> Iterator[LiveCluster]:
+    cluster = LiveCluster(workdir).start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
