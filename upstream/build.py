@@ -60,7 +60,10 @@ COMPONENTS: tuple[Component, ...] = (
     Component(
         "kubernetes",
         "k8s.io/kubernetes",
-        {c: f"k8s.io/kubernetes/cmd/{c}" for c in ("kube-apiserver", "kube-controller-manager", "kube-scheduler")},
+        {
+            c: f"k8s.io/kubernetes/cmd/{c}"
+            for c in ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
+        },
         # hack/lib/version.sh sets these; without them the servers report v0.0.0-master.
         (
             f"-X {_K8S_VERSION}.gitVersion={{version}}",
@@ -107,7 +110,7 @@ def go_version(go: str) -> str:
 
 def ldflags(component: Component) -> str:
     version = component.version()
-    major, minor = (version.lstrip("v").split(".") + ["0"])[:2]
+    major, minor = ([*version.lstrip("v").split("."), "0"])[:2]
     flags = ["-s", "-w"] + [f.format(version=version, major=major, minor=minor) for f in component.ldflags]
     return " ".join(flags)
 
@@ -138,7 +141,9 @@ def build(component: Component, go: str, go_ver: str, out: Path) -> None:
         start = time.monotonic()
         print(f"== building {binary} {component.version()} ({package})", file=sys.stderr, flush=True)
         cmd = [go, "build", "-trimpath", "-ldflags", ldflags(component), "-o", str(tmp / binary), package]
-        result = subprocess.run(cmd, cwd=component.folder, env=env, stderr=subprocess.PIPE, text=True)
+        result = subprocess.run(
+            cmd, cwd=component.folder, env=env, stderr=subprocess.PIPE, text=True, check=False
+        )
         if result.returncode != 0:
             raise SystemExit(explain_failure(component, binary, result.stderr))
         print(f"   {binary}: {time.monotonic() - start:.0f} s", file=sys.stderr, flush=True)

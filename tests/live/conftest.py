@@ -25,6 +25,15 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveCluster]:
         cluster.stop()
 
 
+@pytest.fixture(scope="module")
+def dev(live: LiveCluster) -> Iterator[LiveCluster]:
+    """The dev stack's cluster with every object of its plan applied (fresh for each module)."""
+    live.install("dev")
+    rejected = [f"{o.describe()}: {e}" for o, e in live.apply_plan_objects() if e is not None]
+    assert not rejected, rejected
+    yield live
+
+
 FIGURES: list[str] = []
 
 

@@ -10,17 +10,24 @@ from __future__ import annotations
 
 import pytest
 
-from tests.live.cluster import LiveCluster
-from tests.live.cluster import rendered
+from tests.live.cluster import LiveCluster, rendered
 
-CLUSTERS = [(stack, provider) for stack in rendered.plan_stacks() for provider in rendered.clusters(rendered.load_plan(stack))]
+CLUSTERS = [
+    (stack, provider)
+    for stack in rendered.plan_stacks()
+    for provider in rendered.clusters(rendered.load_plan(stack))
+]
 
 
 @pytest.mark.parametrize(("stack", "provider"), CLUSTERS, ids=[f"{s}-{p}" for s, p in CLUSTERS])
-def test_every_planned_object_is_accepted(live: LiveCluster, report: list[str], stack: str, provider: str) -> None:
+def test_every_planned_object_is_accepted(
+    live: LiveCluster, report: list[str], stack: str, provider: str
+) -> None:
     live.install(stack, provider)
     results = live.apply_plan_objects()
     rejected = [f"{obj.describe()}: {err}" for obj, err in results if err is not None]
-    report.append(f"plan objects {stack}/{provider}: {len(results) - len(rejected)} of {len(results)} accepted")
+    report.append(
+        f"plan objects {stack}/{provider}: {len(results) - len(rejected)} of {len(results)} accepted"
+    )
     assert not rejected, "\n".join(rejected)
     assert len(results) > 10

@@ -5,7 +5,8 @@ nodes, and the preemption record on victim JobSets (which also reserves the free
 beneficiary). Anyone else writing them could switch off preemption for a pool, starve a
 beneficiary, hand a pool back before it recovered, or make the controller preempt a third team's
 JobSet. These policies let only the controller's service account set, change or remove them (on
-CREATE and UPDATE; a PATCH is admitted as an UPDATE of the patched object). Everything else about
+CREATE and UPDATE, on the object and on its ``status`` subresource; a PATCH is admitted as an UPDATE
+of the patched object). Everything else about
 nodes and JobSets, including the tenant's own ``tpu-platform.dev/`` annotations (``preemptible``,
 ``last-checkpoint-time``, ``checkpoint-interval-seconds``, and ``checkpoint-completed-at``, the
 workload's answer to a maintenance checkpoint request), stays writable as before.
@@ -106,7 +107,10 @@ def state_policies(controller_user: str) -> tuple[AdmissionPolicy, ...]:
                     "apiGroups": [""],
                     "apiVersions": ["v1"],
                     "operations": ["CREATE", "UPDATE"],
-                    "resources": ["nodes"],
+                    # The status subresource too: the node status strategy resets only spec, so
+                    # annotations written through nodes/status persist (kubernetes v1.34.12
+                    # pkg/registry/core/node/strategy.go, nodeStatusStrategy.PrepareForUpdate).
+                    "resources": ["nodes", "nodes/status"],
                 }
             ]
         },
@@ -132,7 +136,9 @@ def state_policies(controller_user: str) -> tuple[AdmissionPolicy, ...]:
                     "apiGroups": ["jobset.x-k8s.io"],
                     "apiVersions": ["*"],
                     "operations": ["CREATE", "UPDATE"],
-                    "resources": ["jobsets"],
+                    # A CRD's status strategy drops metadata changes (apiextensions-apiserver
+                    # v0.34.12 pkg/registry/customresource/status_strategy.go); matched anyway.
+                    "resources": ["jobsets", "jobsets/status"],
                 }
             ]
         },

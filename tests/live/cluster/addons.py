@@ -1,4 +1,4 @@
-"""JobSet and Kueue from their charts: the chart's CRDs, RBAC, config and webhooks applied, the binary run locally.
+"""JobSet and Kueue from their charts: CRDs, RBAC, config and webhooks applied, the binary run locally.
 
 Each controller runs as the chart's own ServiceAccount (a TokenRequest token in its kubeconfig), so
 it has exactly the RBAC its chart grants, with the chart's container arguments and the chart's
@@ -46,7 +46,11 @@ def namespace_obj(name: str) -> dict[str, Any]:
 def service_account_token(kube: Kube, namespace: str, name: str, seconds: int = 86400) -> str:
     """A bound token for ``namespace/name`` from the TokenRequest API (as the kubelet would mount)."""
     path = f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token"
-    body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": seconds}}
+    body = {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenRequest",
+        "spec": {"expirationSeconds": seconds},
+    }
     return str(kube.request("POST", path, body)["status"]["token"])
 
 
@@ -58,7 +62,7 @@ def install_crds(kube: Kube, crds: list[dict[str, Any]], webhook_url: str, ca_pe
 
         def established(name: str = name) -> bool:
             got = kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", name)
-            conds = got.get("status", {}).get("conditions", [])
+            conds = (got.get("status") or {}).get("conditions") or []
             return any(c["type"] == "Established" and c["status"] == "True" for c in conds)
 
         wait_for(f"CRD {name} established", established, 60)
@@ -102,7 +106,12 @@ def start_addon(
     for src, dst in ((pair.cert, "tls.crt"), (pair.key, "tls.key")):
         (certs / dst).write_bytes(src.read_bytes())
     config = _config_from_chart(chart)
-    config["webhook"] = {**(config.get("webhook") or {}), "host": "127.0.0.1", "port": webhook_port, "certDir": str(certs)}
+    config["webhook"] = {
+        **(config.get("webhook") or {}),
+        "host": "127.0.0.1",
+        "port": webhook_port,
+        "certDir": str(certs),
+    }
     config["health"] = {**(config.get("health") or {}), "healthProbeBindAddress": f"127.0.0.1:{health_port}"}
     config["metrics"] = {**(config.get("metrics") or {}), "bindAddress": "0"}
     config["leaderElection"] = {**(config.get("leaderElection") or {}), "leaderElect": False}
@@ -129,7 +138,9 @@ def _in_mount_namespace(argv: list[str], certs: Path) -> list[str]:
     """Run ``argv`` with ``certs`` bind-mounted on Kueue's fixed certificate paths, privately."""
     for path in KUEUE_CERT_PATHS:
         path.mkdir(parents=True, exist_ok=True)
-    mounts = " && ".join(f"mount --bind {shlex.quote(str(certs))} {shlex.quote(str(p))}" for p in KUEUE_CERT_PATHS)
+    mounts = " && ".join(
+        f"mount --bind {shlex.quote(str(certs))} {shlex.quote(str(p))}" for p in KUEUE_CERT_PATHS
+    )
     script = f"{mounts} && exec {shlex.join(argv)}"
     return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script]
 

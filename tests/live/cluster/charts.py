@@ -29,7 +29,7 @@ WEBHOOK_KINDS = {"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration
 
 
 def local_chart(chart: str, version: str) -> Path:
-    """``oci://registry.k8s.io/kueue/charts/kueue`` at 0.19.2 -> ``shared/upstream/kueue-v0.19.2/charts/kueue``."""
+    """``oci://registry.k8s.io/kueue/charts/kueue`` 0.19.2: ``shared/upstream/kueue-v0.19.2/charts/kueue``."""
     name = chart.rstrip("/").rsplit("/", 1)[-1]
     path = UPSTREAM / f"{name}-v{version}" / "charts" / name
     if not (path / "Chart.yaml").is_file():
@@ -67,7 +67,9 @@ class RenderedChart:
     def deployment_container(self) -> dict[str, Any]:
         deployments = self.find("Deployment")
         if len(deployments) != 1:
-            raise ValueError(f"{self.release}: expected one Deployment in the chart, found {len(deployments)}")
+            raise ValueError(
+                f"{self.release}: expected one Deployment in the chart, found {len(deployments)}"
+            )
         containers = deployments[0]["spec"]["template"]["spec"]["containers"]
         return dict(containers[0])
 

@@ -24,7 +24,16 @@ from .controlplane import ControlPlane
 from .kube import ApiError, Kube, wait_for
 from .process import Process
 
-BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "jobset", "kueue", "helm")
+BINARIES = (
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kwok",
+    "jobset",
+    "kueue",
+    "helm",
+)
 GMP_CRDS = SHARED / "crds" / "gmp-prometheus-engine-2ffde4e"
 
 
@@ -102,7 +111,12 @@ class LiveCluster:
             if release in chart_inputs:
                 binary = self.paths[release]
                 addon = addons.start_addon(
-                    self.cp, self.admin, binary, self.paths["helm"], chart_inputs[release], kube_version=self.kube_version
+                    self.cp,
+                    self.admin,
+                    binary,
+                    self.paths["helm"],
+                    chart_inputs[release],
+                    kube_version=self.kube_version,
                 )
                 installed.addons.append(addon)
         self.timings[f"install_{stack}_{provider}_s"] = time.monotonic() - started
@@ -119,7 +133,7 @@ class LiveCluster:
     def apply_plan_objects(self) -> list[tuple[rendered.PlannedObject, ApiError | None]]:
         """Every Kubernetes object of the installed cluster's plan, applied; each with its rejection."""
         installed = self._installed()
-        results = []
+        results: list[tuple[rendered.PlannedObject, ApiError | None]] = []
         for obj in rendered.clusters(installed.plan)[installed.provider]:
             try:
                 self.admin.apply(obj.manifest)

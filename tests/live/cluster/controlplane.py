@@ -3,8 +3,10 @@
 Flags follow controller-runtime envtest (`pkg/internal/testing/controlplane/apiserver.go`,
 `etcd.go`) and kwokctl's binary runtime (`pkg/kwokctl/components/kube_*.go`, kwok v0.8.0). The
 API server runs with Node and RBAC authorization, service-account keys and issuer, and the admission
-plugins of kube-apiserver's default set plus ``NodeRestriction``, which GKE enables as well
-(GKE "Admission controllers", https://cloud.google.com/kubernetes-engine/docs/concepts/admission-controllers);
+plugins of kube-apiserver's default set plus two that GKE runs: ``NodeRestriction`` and
+``ExtendedResourceToleration`` (pods that request ``google.com/tpu`` get the toleration of the TPU
+nodes' ``google.com/tpu`` taint from GKE, `../shared/reference/tpu-v6e-and-gke.md`; that plugin is
+upstream's way of adding exactly that toleration, `plugin/pkg/admission/extendedresourcetoleration`);
 ValidatingAdmissionPolicy is GA and on by default since Kubernetes 1.30. The controller manager
 runs every default controller (node lifecycle, job, disruption, garbage collector, pod GC, ...)
 at upstream's default timings unless a caller passes its own flags.
@@ -22,19 +24,21 @@ from .pki import CertificateAuthority, KeyPair, service_account_keys
 from .process import Process, ProcessGroup, free_port, https_ok
 
 # kube-apiserver's default admission plugins (pkg/kubeapiserver/options/plugins.go,
-# DefaultOffAdmissionPlugins is the complement) plus NodeRestriction as GKE runs it.
+# DefaultOffAdmissionPlugins is the complement) plus NodeRestriction and ExtendedResourceToleration.
 ADMISSION_PLUGINS = (
     "NamespaceLifecycle,LimitRanger,ServiceAccount,TaintNodesByCondition,PodSecurity,Priority,"
     "DefaultTolerationSeconds,DefaultStorageClass,StorageObjectInUseProtection,PersistentVolumeClaimResize,"
     "RuntimeClass,CertificateApproval,CertificateSigning,ClusterTrustBundleAttest,CertificateSubjectRestriction,"
     "DefaultIngressClass,MutatingAdmissionWebhook,ValidatingAdmissionPolicy,ValidatingAdmissionWebhook,"
-    "ResourceQuota,NodeRestriction"
+    "ResourceQuota,NodeRestriction,ExtendedResourceToleration"
 )
 SERVICE_CIDR = "10.0.0.0/24"
 ISSUER = "https://kubernetes.default.svc.cluster.local"
 
 
-def kubeconfig_text(server: str, ca_pem: bytes, *, user: str, cert: KeyPair | None = None, token: str = "") -> str:
+def kubeconfig_text(
+    server: str, ca_pem: bytes, *, user: str, cert: KeyPair | None = None, token: str = ""
+) -> str:
     """A kubeconfig for one user: a client certificate or a bearer token."""
     auth: dict[str, str] = {"token": token} if token else {}
     if cert is not None:
@@ -45,7 +49,10 @@ def kubeconfig_text(server: str, ca_pem: bytes, *, user: str, cert: KeyPair | No
         "clusters": [
             {
                 "name": "live",
-                "cluster": {"server": server, "certificate-authority-data": base64.b64encode(ca_pem).decode()},
+                "cluster": {
+                    "server": server,
+                    "certificate-authority-data": base64.b64encode(ca_pem).decode(),
+                },
             }
         ],
         "users": [{"name": user, "user": auth}],
@@ -68,9 +75,13 @@ class ControlPlane:
         self.pki = CertificateAuthority(self.workdir / "pki")
         self.api_port = free_port()
         self.url = f"https://127.0.0.1:{self.api_port}"
-        self.admin = self.pki.issue("admin", common_name="live-admin", organizations=("system:masters",), client=True)
+        self.admin = self.pki.issue(
+            "admin", common_name="live-admin", organizations=("system:masters",), client=True
+        )
         self.admin_kubeconfig = self.workdir / "admin.kubeconfig"
-        self.admin_kubeconfig.write_text(kubeconfig_text(self.url, self.pki.pem(), user="admin", cert=self.admin))
+        self.admin_kubeconfig.write_text(
+            kubeconfig_text(self.url, self.pki.pem(), user="admin", cert=self.admin)
+        )
 
     def _logs(self, name: str) -> Path:
         return self.workdir / "logs" / f"{name}.log"

@@ -119,15 +119,23 @@ class Kube:
         token = self.config.api_key.get("authorization") if self.config.api_key else None
         return {"Authorization": token} if token else {}
 
-    def apply(self, obj: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
-        """Server-side apply (``kubectl apply --server-side --force-conflicts``)."""
+    def apply(self, obj: dict[str, Any], *, dry_run: bool = False, strict: bool = False) -> dict[str, Any]:
+        """Server-side apply (``kubectl apply --server-side --force-conflicts``).
+
+        ``strict``: unknown or duplicate fields are errors (``fieldValidation=Strict``), as
+        ``kubectl`` sends by default; without it the server drops unknown fields with a warning.
+        """
         meta = obj.get("metadata") or {}
         path = self.path(obj["apiVersion"], obj["kind"], meta.get("namespace"), meta["name"])
         query = {"fieldManager": self.field_manager, "force": "true"}
         if dry_run:
             query["dryRun"] = "All"
+        if strict:
+            query["fieldValidation"] = "Strict"
         return dict(
-            self.request("PATCH", path, yaml.safe_dump(obj), query=query, content_type="application/apply-patch+yaml")
+            self.request(
+                "PATCH", path, yaml.safe_dump(obj), query=query, content_type="application/apply-patch+yaml"
+            )
         )
 
     def create(self, obj: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
@@ -142,7 +150,9 @@ class Kube:
         self, api_version: str, kind: str, namespace: str | None = None, selector: str | None = None
     ) -> list[dict[str, Any]]:
         query = {"labelSelector": selector} if selector else None
-        return list(self.request("GET", self.path(api_version, kind, namespace), query=query).get("items", []))
+        return list(
+            self.request("GET", self.path(api_version, kind, namespace), query=query).get("items", [])
+        )
 
     def patch(
         self,
@@ -159,7 +169,13 @@ class Kube:
         return dict(self.request("PATCH", path, patch, content_type=patch_type))
 
     def delete(
-        self, api_version: str, kind: str, name: str, namespace: str | None = None, *, grace: int | None = None
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        namespace: str | None = None,
+        *,
+        grace: int | None = None,
     ) -> None:
         body = {"gracePeriodSeconds": grace} if grace is not None else None
         try:
@@ -185,4 +201,6 @@ def wait_for(what: str, check: Callable[[], Any], timeout: float, interval: floa
         if value:
             return value
         time.sleep(interval)
-    raise TimeoutError(f"{what}: not true after {timeout:.0f} s" + (f" (last error: {last_error})" if last_error else ""))
+    raise TimeoutError(
+        f"{what}: not true after {timeout:.0f} s" + (f" (last error: {last_error})" if last_error else "")
+    )

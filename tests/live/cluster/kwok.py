@@ -3,7 +3,8 @@
 The stages are read unmodified from ``../shared/upstream/kwok-v0.8.0/kustomize/stage/`` (each
 kustomization's resources, in order): ``node/fast`` initialises a node, ``node/heartbeat-with-lease``
 keeps its status fresh while kwok renews its Lease, and ``pod/fast`` runs, completes and deletes
-pods. The standalone binary exits with "no stages found" without them, so they go in ``--config``
+pods; ``pod/chaos`` fails a pod's container with the message its annotations give (a trainer
+that exits with the TPU runtime's error). The standalone binary exits with "no stages found" without them, so they go in ``--config``
 with the KwokConfiguration (kwok v0.8.0 ``pkg/config``).
 """
 
@@ -20,15 +21,19 @@ from .nodes import KWOK_ANNOTATION, MANAGED
 from .process import Process, free_port, https_ok
 
 STAGE_ROOT = UPSTREAM / "kwok-v0.8.0" / "kustomize" / "stage"
-DEFAULT_STAGES = ("node/fast", "node/heartbeat-with-lease", "pod/fast")
+DEFAULT_STAGES = ("node/fast", "node/heartbeat-with-lease", "pod/fast", "pod/chaos")
 
 
 def stage_documents(stage_dirs: tuple[str, ...] = DEFAULT_STAGES) -> list[dict[str, Any]]:
     docs: list[dict[str, Any]] = []
     for folder in stage_dirs:
-        kustomization = yaml.safe_load((STAGE_ROOT / folder / "kustomization.yaml").read_text())
-        for resource in kustomization.get("resources", []):
-            docs.extend(d for d in yaml.safe_load_all((STAGE_ROOT / folder / resource).read_text()) if d)
+        path = STAGE_ROOT / folder
+        if (path / "kustomization.yaml").is_file():
+            files = yaml.safe_load((path / "kustomization.yaml").read_text()).get("resources", [])
+        else:  # the chaos folders have no kustomization: every Stage file in them
+            files = sorted(p.name for p in path.glob("*.yaml"))
+        for resource in files:
+            docs.extend(d for d in yaml.safe_load_all((path / resource).read_text()) if d)
     return docs
 
 
@@ -42,6 +47,12 @@ def kwok_configuration(lease_seconds: int = 40) -> dict[str, Any]:
             "nodeLeaseDurationSeconds": lease_seconds,
             "cidr": "10.64.0.0/16",
             "nodeIP": "10.128.0.10",
+            # kwok's own defaults (pkg/apis/config/v1alpha1 zz_generated.defaults.go), which the
+            # standalone binary does not apply to a --config file.
+            "podPlayStageParallelism": 4,
+            "nodePlayStageParallelism": 4,
+            "nodeLeaseParallelism": 4,
+            "podsOnNodeSyncParallelism": 1,
         },
     }
 

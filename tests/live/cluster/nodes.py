@@ -59,8 +59,12 @@ def pools_from_plan(plan: dict[str, Any]) -> list[SlicePool]:
         if machine not in MACHINE_SIZES:
             continue
         autoscaling = inputs.get("autoscaling") or {}
-        count = inputs.get("nodeCount") or autoscaling.get("totalMaxNodeCount") or autoscaling.get("maxNodeCount")
-        topology = str((inputs.get("placementPolicy") or {}).get("tpuTopology") or _single_host_topology(machine))
+        count = (
+            inputs.get("nodeCount") or autoscaling.get("totalMaxNodeCount") or autoscaling.get("maxNodeCount")
+        )
+        topology = str(
+            (inputs.get("placementPolicy") or {}).get("tpuTopology") or _single_host_topology(machine)
+        )
         pools.append(
             SlicePool(
                 name=str(inputs["name"]),
@@ -86,9 +90,11 @@ def _single_host_topology(machine: str) -> str:
 
 def _effect(gke_effect: str) -> str:
     """GKE's ``NO_SCHEDULE`` as Kubernetes' ``NoSchedule``."""
-    return {"NO_SCHEDULE": "NoSchedule", "PREFER_NO_SCHEDULE": "PreferNoSchedule", "NO_EXECUTE": "NoExecute"}.get(
-        gke_effect, gke_effect
-    )
+    return {
+        "NO_SCHEDULE": "NoSchedule",
+        "PREFER_NO_SCHEDULE": "PreferNoSchedule",
+        "NO_EXECUTE": "NoExecute",
+    }.get(gke_effect, gke_effect)
 
 
 def node_objects(pool: SlicePool) -> list[dict[str, Any]]:
@@ -122,7 +128,10 @@ def node_objects(pool: SlicePool) -> list[dict[str, Any]]:
                 "metadata": {"name": name, "labels": labels, "annotations": {KWOK_ANNOTATION: MANAGED}},
                 "spec": {
                     "providerID": f"gce://{pool.project}/{pool.zone}/{name}",
-                    "taints": [{"key": "google.com/tpu", "value": "present", "effect": "NoSchedule"}, *pool.taints],
+                    "taints": [
+                        {"key": "google.com/tpu", "value": "present", "effect": "NoSchedule"},
+                        *pool.taints,
+                    ],
                 },
                 "status": {"allocatable": resources, "capacity": resources},
             }

@@ -29,7 +29,9 @@ class KeyPair:
 
 def _write_key(path: Path, key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) -> None:
     path.write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
     )
     path.chmod(0o600)
 
@@ -114,7 +116,9 @@ def service_account_keys(folder: Path) -> KeyPair:
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     pair = KeyPair(folder / "sa.pub", folder / "sa.key")
     pair.cert.write_bytes(
-        key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
     )
     _write_key(pair.key, key)
     return pair
