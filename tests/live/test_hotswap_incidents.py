@@ -68,7 +68,9 @@ def _pool_nodes(kube: Kube, pool: str) -> list[dict[str, Any]]:
 
 def _pool_tainted(kube: Kube, pool: str) -> bool:
     nodes = _pool_nodes(kube, pool)
-    return bool(nodes) and all(any(t["key"] == k.UNHEALTHY_TAINT_KEY for t in n["spec"].get("taints", [])) for n in nodes)
+    return bool(nodes) and all(
+        any(t["key"] == k.UNHEALTHY_TAINT_KEY for t in n["spec"].get("taints", [])) for n in nodes
+    )
 
 
 def _high_moved(scene: Scene) -> bool:
@@ -77,7 +79,9 @@ def _high_moved(scene: Scene) -> bool:
 
 
 def _silence(kube: Kube, node: str, silent: bool) -> None:
-    kube.patch("v1", "Node", node, {"metadata": {"annotations": {KWOK_ANNOTATION: "silent" if silent else MANAGED}}})
+    kube.patch(
+        "v1", "Node", node, {"metadata": {"annotations": {KWOK_ANNOTATION: "silent" if silent else MANAGED}}}
+    )
 
 
 def _a_high_node(scene: Scene) -> str:
@@ -107,7 +111,12 @@ def test_a_chip_error_with_the_kubelet_alive(scene: Scene, report: list[str]) ->
             "v1",
             "Pod",
             meta["name"],
-            {"metadata": {"labels": {CHAOS: "true"}, "annotations": {f"{CHAOS}/message": TPU_ERROR, f"{CHAOS}/delay": "0"}}},
+            {
+                "metadata": {
+                    "labels": {CHAOS: "true"},
+                    "annotations": {f"{CHAOS}/message": TPU_ERROR, f"{CHAOS}/delay": "0"},
+                }
+            },
             namespace="research",
         )
     watch.wait("pool tainted", lambda: _pool_tainted(kube, scene.broken_pool), 120)
@@ -125,7 +134,9 @@ def test_a_kubelet_restart_of_70_seconds(scene: Scene, report: list[str]) -> Non
     watch.wait("node Ready again", lambda: _ready(kube.get("v1", "Node", victim)) == "True", 60)
     watch.wait("high pods Running", lambda: len(w.running_pods(kube, "research", "high-train")) == 4, 240)
     moved = _high_moved(scene)
-    report.append(watch.line(f"hotswap on the real control plane, 70 s kubelet restart (JobSet moved: {moved})"))
+    report.append(
+        watch.line(f"hotswap on the real control plane, 70 s kubelet restart (JobSet moved: {moved})")
+    )
 
 
 def test_a_maintenance_notice(scene: Scene, report: list[str]) -> None:

@@ -16,8 +16,7 @@ from typing import Any
 
 import yaml
 
-from tests.live.cluster import ApiError, LiveCluster
-from tests.live.cluster import rendered
+from tests.live.cluster import ApiError, LiveCluster, rendered
 from tests.live.cluster.mutants import mutants
 from tpu_platform.schema import validate_object
 

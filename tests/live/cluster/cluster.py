@@ -148,33 +148,58 @@ class LiveCluster:
         return self.current
 
     def uninstall(self) -> None:
-        """Stop the stack's controllers and delete what it created, webhooks first; wait until gone."""
+        """Delete what the plan created while the controllers still run with their RBAC (they
+        remove their finalizers), wait until it is gone, then take the webhooks away, stop the
+        controllers and delete what their charts created. The CRDs stay: every stack installs the
+        same chart versions, whose apply updates them."""
         installed = self._installed()
-        kube = self.admin
+        self.current = None
+        self._delete(installed.applied)
         for addon in reversed(installed.addons):
             for config in addon.chart.webhooks:
-                kube.delete(config["apiVersion"], config["kind"], config["metadata"]["name"])
-        for addon in reversed(installed.addons):
+                self.admin.delete(config["apiVersion"], config["kind"], config["metadata"]["name"])
             addon.process.stop()
-            self.cp.group.processes.remove(addon.process)
-        namespaces: set[str] = set()
-        for obj in reversed(installed.applied + [o for a in installed.addons for o in a.chart.applied]):
-            meta = obj.get("metadata") or {}
-            if obj.get("kind") == "Namespace":
-                namespaces.add(meta["name"])
-            elif not meta.get("namespace"):
-                with contextlib.suppress(KeyError):
-                    kube.delete(obj["apiVersion"], obj["kind"], meta["name"])
-        namespaces |= {a.chart.namespace for a in installed.addons}
-        for crd in (c for a in installed.addons for c in a.chart.crds):
-            kube.delete("apiextensions.k8s.io/v1", "CustomResourceDefinition", crd["metadata"]["name"])
-        for ns in namespaces:
-            kube.delete("v1", "Namespace", ns)
+            if addon.process in self.cp.group.processes:
+                self.cp.group.processes.remove(addon.process)
+        charts = [o for a in installed.addons for o in a.chart.applied]
+        charts += [addons.namespace_obj(a.chart.namespace) for a in installed.addons]
+        self._delete(charts)
         for pool in installed.pools:
             for name in pool.node_names():
-                kube.delete("v1", "Node", name)
-        wait_for("namespaces of the last stack gone", lambda: not namespaces & self._namespaces(), 120)
-        self.current = None
+                self.admin.delete("v1", "Node", name)
+
+    def _delete(self, objects: list[dict[str, Any]]) -> None:
+        """Delete cluster-scoped objects and namespaces (and so what is in them); wait until gone."""
+        namespaces = {o["metadata"]["name"] for o in objects if o.get("kind") == "Namespace"}
+        cluster_scoped = [
+            o for o in objects if o.get("kind") != "Namespace" and not o["metadata"].get("namespace")
+        ]
+        for obj in reversed(cluster_scoped):
+            with contextlib.suppress(KeyError):
+                self.admin.delete(obj["apiVersion"], obj["kind"], obj["metadata"]["name"])
+        for ns in namespaces:
+            self.admin.delete("v1", "Namespace", ns)
+        wait_for("namespaces deleted", lambda: not namespaces & self._namespaces(), 120)
+        wait_for("cluster-scoped objects deleted", lambda: not self._existing(cluster_scoped), 60)
+
+    def _existing(self, objects: list[dict[str, Any]]) -> list[str]:
+        left = []
+        for obj in objects:
+            try:
+                self.admin.get(obj["apiVersion"], obj["kind"], obj["metadata"]["name"])
+                left.append(f"{obj['kind']} {obj['metadata']['name']}")
+            except ApiError as err:
+                if err.status != 404:
+                    raise
+            except KeyError:
+                continue
+        return left
+
+    def _crds(self) -> set[str]:
+        return {
+            c["metadata"]["name"]
+            for c in self.admin.list("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+        }
 
     def _namespaces(self) -> set[str]:
         return {n["metadata"]["name"] for n in self.admin.list("v1", "Namespace")}

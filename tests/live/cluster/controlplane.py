@@ -140,6 +140,9 @@ class ControlPlane:
             server=True,
         )
         self.sa_keys = service_account_keys(self.workdir / "pki")
+        # The front proxy's CA and client: aggregated API servers (Kueue's visibility server)
+        # authenticate the API server's proxied requests by it, as on any cluster.
+        proxy = self.pki.issue("front-proxy-client", common_name="front-proxy-client", client=True)
         proc = Process(
             "kube-apiserver",
             [
@@ -158,6 +161,13 @@ class ControlPlane:
                 f"--service-account-issuer={ISSUER}",
                 f"--service-account-key-file={self.sa_keys.cert}",
                 f"--service-account-signing-key-file={self.sa_keys.key}",
+                f"--requestheader-client-ca-file={self.pki.cert}",
+                "--requestheader-allowed-names=front-proxy-client",
+                "--requestheader-username-headers=X-Remote-User",
+                "--requestheader-group-headers=X-Remote-Group",
+                "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+                f"--proxy-client-cert-file={proxy.cert}",
+                f"--proxy-client-key-file={proxy.key}",
                 "--endpoint-reconciler-type=none",
                 "--enable-priority-and-fairness=false",
                 "--v=1",

@@ -116,7 +116,7 @@ class Kube:
         return json.loads(raw) if raw else {}
 
     def _auth_headers(self) -> dict[str, str]:
-        token = self.config.api_key.get("authorization") if self.config.api_key else None
+        token = self.config.get_api_key_with_prefix("BearerToken", alias="authorization")
         return {"Authorization": token} if token else {}
 
     def apply(self, obj: dict[str, Any], *, dry_run: bool = False, strict: bool = False) -> dict[str, Any]:

@@ -2,10 +2,10 @@
 
 The stages are read unmodified from ``../shared/upstream/kwok-v0.8.0/kustomize/stage/`` (each
 kustomization's resources, in order): ``node/fast`` initialises a node, ``node/heartbeat-with-lease``
-keeps its status fresh while kwok renews its Lease, and ``pod/fast`` runs, completes and deletes
-pods; ``pod/chaos`` fails a pod's container with the message its annotations give (a trainer
-that exits with the TPU runtime's error). The standalone binary exits with "no stages found" without them, so they go in ``--config``
-with the KwokConfiguration (kwok v0.8.0 ``pkg/config``).
+keeps its status fresh while kwok renews its Lease, and ``pod/fast`` runs and deletes pods (its
+``pod-complete`` Stage is left out: a trainer runs until it fails or is deleted); ``pod/chaos`` fails a pod's container with the message its annotations give (a trainer
+that exits with the TPU runtime's error). The standalone binary exits with "no stages found"
+without them, so they go in ``--config`` with the KwokConfiguration (kwok v0.8.0 ``pkg/config``).
 """
 
 from __future__ import annotations
@@ -22,6 +22,9 @@ from .process import Process, free_port, https_ok
 
 STAGE_ROOT = UPSTREAM / "kwok-v0.8.0" / "kustomize" / "stage"
 DEFAULT_STAGES = ("node/fast", "node/heartbeat-with-lease", "pod/fast", "pod/chaos")
+# pod/fast's pod-complete finishes every Job's pod as soon as it runs; a training Job runs until it
+# fails or is deleted, so the tier leaves that one Stage out.
+LEFT_OUT = {"pod-complete"}
 
 
 def stage_documents(stage_dirs: tuple[str, ...] = DEFAULT_STAGES) -> list[dict[str, Any]]:
@@ -33,7 +36,11 @@ def stage_documents(stage_dirs: tuple[str, ...] = DEFAULT_STAGES) -> list[dict[s
         else:  # the chaos folders have no kustomization: every Stage file in them
             files = sorted(p.name for p in path.glob("*.yaml"))
         for resource in files:
-            docs.extend(d for d in yaml.safe_load_all((path / resource).read_text()) if d)
+            docs.extend(
+                d
+                for d in yaml.safe_load_all((path / resource).read_text())
+                if d and d.get("metadata", {}).get("name") not in LEFT_OUT
+            )
     return docs
 
 
