@@ -20,7 +20,6 @@ import pytest
 from tests.live.cluster import Kube, LiveCluster
 from tests.live.cluster import workloads as w
 from tests.live.cluster.hotswap import Controller, start_controller
-from tests.live.cluster.nodes import KWOK_ANNOTATION, MANAGED
 from tpu_platform.hotswap.core import constants as k
 
 CHAOS = "pod-container-running-failed.stage.kwok.x-k8s.io"  # kwok v0.8.0 pod/chaos stage
@@ -91,7 +90,7 @@ def _a_high_node(scene: Scene) -> str:
 def test_a_silent_host_death(scene: Scene, report: list[str]) -> None:
     kube, victim = scene.kube, _a_high_node(scene)
     watch = w.Stopwatch()
-    _silence(kube, victim, True)
+    scene.live.silence(victim, True)
     watch.wait("node NotReady", lambda: _ready(kube.get("v1", "Node", victim)) != "True", 120)
     watch.wait("pool tainted", lambda: _pool_tainted(kube, scene.broken_pool), 120)
     watch.wait("high pods Running on the spare slice", lambda: _high_moved(scene), 240)
@@ -127,10 +126,10 @@ def test_a_chip_error_with_the_kubelet_alive(scene: Scene, report: list[str]) ->
 def test_a_kubelet_restart_of_70_seconds(scene: Scene, report: list[str]) -> None:
     kube, victim = scene.kube, _a_high_node(scene)
     watch = w.Stopwatch()
-    _silence(kube, victim, True)
+    scene.live.silence(victim, True)
     watch.wait("node NotReady", lambda: _ready(kube.get("v1", "Node", victim)) != "True", 120)
     time.sleep(max(0.0, 70 - (time.monotonic() - watch.start)))
-    _silence(kube, victim, False)
+    scene.live.silence(victim, False)
     watch.wait("node Ready again", lambda: _ready(kube.get("v1", "Node", victim)) == "True", 60)
     watch.wait("high pods Running", lambda: len(w.running_pods(kube, "research", "high-train")) == 4, 240)
     moved = _high_moved(scene)

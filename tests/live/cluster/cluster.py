@@ -122,6 +122,22 @@ class LiveCluster:
         self.timings[f"install_{stack}_{provider}_s"] = time.monotonic() - started
         return installed
 
+    def silence(self, node: str, silent: bool = True) -> None:
+        """A host going silent (or coming back): kwok stops (or resumes) its Lease and status.
+
+        kwok v0.8.0 releases a node's Lease only when the node is deleted (``pkg/kwok/controllers/
+        node_controller.go``: an annotation change is a Modified event, which never releases or
+        takes a hold), so the node's annotation is changed and kwok restarted: the new process
+        manages exactly the nodes that still match its selector. The other nodes miss no renewal
+        (a restart takes about a second against 40 s Leases renewed every 10 s).
+        """
+        value = "silent" if silent else nodes.MANAGED
+        self.admin.patch("v1", "Node", node, {"metadata": {"annotations": {nodes.KWOK_ANNOTATION: value}}})
+        assert self.kwok is not None
+        self.kwok.stop()
+        self.cp.group.processes.remove(self.kwok)
+        self.kwok = kwok.start_kwok(self.cp, self.paths["kwok"])
+
     def ready_nodes(self) -> set[str]:
         out = set()
         for node in self.admin.list("v1", "Node"):
