@@ -187,10 +187,12 @@ def test_events_are_events_k8s_io_v1_with_micro_time() -> None:
     action = EmitEvent("Node", "", "n1", "uid-n1", "Warning", "HotswapPoolUnhealthy", "pool a down", "Taint")
     ns, body = event_body(action, identity="hotswap-0", now=1000.0, node_namespace="default")
     assert ns == "default"
+    name = body["metadata"]["name"]
+    assert name.startswith("n1.") and int(name.removeprefix("n1."), 16) >= 1000 * 10**9
     assert body == {
         "apiVersion": "events.k8s.io/v1",
         "kind": "Event",
-        "metadata": {"generateName": "n1.", "namespace": "default"},
+        "metadata": {"name": name, "namespace": "default"},
         "eventTime": "1970-01-01T00:16:40.000000Z",
         "reportingController": "tpu-platform.dev/hotswap",
         "reportingInstance": "hotswap-0",

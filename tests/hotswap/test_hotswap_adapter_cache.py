@@ -285,3 +285,53 @@ def test_a_stale_node_cache_retries_within_its_stale_retry_however_the_backoff_g
 def test_stale_retry_must_be_positive() -> None:
     with pytest.raises(ValueError, match="stale_retry_seconds"):
         WatchCache(FakeApi(), NODES, node_from_api, stale_retry_seconds=0.0)
+
+
+def _failed_pod(name: str, message: str) -> dict[str, Any]:
+    from tests.hotswap.hotswap_fakes import pod_obj
+
+    obj = pod_obj(name, "train", job="train-slice-0", node="n0", priority=1000, phase="Failed")
+    obj["status"]["containerStatuses"] = [
+        {"name": "trainer", "state": {"terminated": {"exitCode": 1, "reason": "Error", "message": message}}}
+    ]
+    return obj
+
+
+def test_a_failed_pod_deleted_before_a_reconcile_is_shown_to_one_snapshot() -> None:
+    """JobSet deletes a failed pod within a second; its TPU error report must reach a reconcile."""
+    from tpu_platform.hotswap.adapter.convert import pod_from_api
+    from tpu_platform.hotswap.core.model import Pod
+
+    api = FakeApi()
+    cache: WatchCache[Pod] = WatchCache(
+        api,
+        Resource("pods"),
+        pod_from_api,
+        keep_deleted=lambda pod: pod.finished and bool(pod.terminations),
+    )
+    cache.relist()
+    failed = _failed_pod("p0", "SLICE_FAILURE_CHIP_DRIVER_ERROR")
+    assert cache.apply_event(event("ADDED", failed, "10"))
+    assert cache.apply_event(event("DELETED", failed, "11"))
+    assert cache.values() == []
+    first = cache.snapshot()
+    assert [p.name for p in first] == ["p0"]
+    assert first[0].terminations and "SLICE_FAILURE" in first[0].terminations[0].message
+    assert cache.snapshot() == [], "shown once"
+
+
+def test_a_deleted_running_pod_is_not_kept() -> None:
+    from tpu_platform.hotswap.adapter.convert import pod_from_api
+    from tpu_platform.hotswap.core.model import Pod
+
+    api = FakeApi()
+    cache: WatchCache[Pod] = WatchCache(
+        api, Resource("pods"), pod_from_api, keep_deleted=lambda pod: pod.finished and bool(pod.terminations)
+    )
+    cache.relist()
+    from tests.hotswap.hotswap_fakes import pod_obj
+
+    running = pod_obj("p1", "train", job="train-slice-0", node="n0", priority=1000)
+    assert cache.apply_event(event("ADDED", running, "10"))
+    assert cache.apply_event(event("DELETED", running, "11"))
+    assert cache.snapshot() == []

@@ -240,7 +240,7 @@ def event_obj(
     return {
         "apiVersion": "events.k8s.io/v1",
         "kind": "Event",
-        "metadata": {"generateName": f"{regarding.get('name', 'x')}.", "namespace": namespace},
+        "metadata": {"generateName": f"{regarding.get('name', 'x')}-", "namespace": namespace},
         "eventTime": "2030-01-01T00:00:00.000000Z",
         "reportingController": "test",
         "reportingInstance": "test",

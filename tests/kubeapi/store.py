@@ -24,6 +24,7 @@ Semantics follow the API server (kubernetes/kubernetes, staging/src/k8s.io/apise
 from __future__ import annotations
 
 import copy
+import re
 import secrets
 import threading
 import time
@@ -36,6 +37,9 @@ from typing import Any
 from tests.kubeapi.selectors import field_matcher, label_matcher
 
 JSON = dict[str, Any]
+
+
+_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -380,6 +384,13 @@ class Store:
                 prefix = meta.get("generateName")
                 if not prefix:
                     raise _invalid("metadata.name: Required value: name or generateName is required")
+                # apimachinery ValidateObjectMeta: a generateName is a DNS-subdomain prefix, a
+                # trailing "-" masked (maskTrailingDash), so "x." is invalid (kube-apiserver 1.34).
+                masked = prefix[:-1] + "a" if prefix.endswith("-") else prefix
+                if not _SUBDOMAIN.match(masked):
+                    raise _invalid(
+                        f"metadata.generateName: Invalid value: {prefix!r}: not an RFC 1123 subdomain"
+                    )
                 meta["name"] = f"{prefix}{secrets.token_hex(3)}"
             key = self._key(kind, namespace, meta["name"])
             if key in self.objects:

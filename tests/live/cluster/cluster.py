@@ -170,6 +170,9 @@ class LiveCluster:
         same chart versions, whose apply updates them."""
         installed = self._installed()
         self.current = None
+        self._delete_workloads(
+            {o["metadata"]["name"] for o in installed.applied if o.get("kind") == "Namespace"}
+        )
         self._delete(installed.applied)
         for addon in reversed(installed.addons):
             for config in addon.chart.webhooks:
@@ -184,6 +187,21 @@ class LiveCluster:
             for name in pool.node_names():
                 self.admin.delete("v1", "Node", name)
 
+    def _delete_workloads(self, namespaces: set[str]) -> None:
+        """The JobSets first, and their Kueue Workloads gone with them: Kueue drops a Workload's
+        finalizer when its JobSet is deleted, not when the JobSet goes with its namespace."""
+        for ns in namespaces:
+            for js in self.admin.list("jobset.x-k8s.io/v1alpha2", "JobSet", ns):
+                self.admin.delete("jobset.x-k8s.io/v1alpha2", "JobSet", js["metadata"]["name"], ns)
+
+        def gone() -> bool:
+            return not any(self.admin.list("kueue.x-k8s.io/v1beta2", "Workload", ns) for ns in namespaces)
+
+        try:
+            wait_for("Workloads of the deleted JobSets gone", gone, 60)
+        except TimeoutError as err:
+            raise TimeoutError(f"{err}; left: {self._leftovers(namespaces)}") from None
+
     def _delete(self, objects: list[dict[str, Any]]) -> None:
         """Delete cluster-scoped objects and namespaces (and so what is in them); wait until gone."""
         namespaces = {o["metadata"]["name"] for o in objects if o.get("kind") == "Namespace"}
@@ -195,8 +213,29 @@ class LiveCluster:
                 self.admin.delete(obj["apiVersion"], obj["kind"], obj["metadata"]["name"])
         for ns in namespaces:
             self.admin.delete("v1", "Namespace", ns)
-        wait_for("namespaces deleted", lambda: not namespaces & self._namespaces(), 120)
+        try:
+            wait_for("namespaces deleted", lambda: not namespaces & self._namespaces(), 120)
+        except TimeoutError as err:
+            raise TimeoutError(f"{err}; left: {self._leftovers(namespaces & self._namespaces())}") from None
         wait_for("cluster-scoped objects deleted", lambda: not self._existing(cluster_scoped), 60)
+
+    def _leftovers(self, namespaces: set[str]) -> list[str]:
+        """What keeps namespaces from going: the objects left in them and their finalizers."""
+        left = []
+        kinds = (
+            ("v1", "Pod"),
+            ("jobset.x-k8s.io/v1alpha2", "JobSet"),
+            ("batch/v1", "Job"),
+            ("kueue.x-k8s.io/v1beta2", "Workload"),
+        )
+        for ns in sorted(namespaces):
+            for api, kind in kinds:
+                for obj in self.admin.list(api, kind, ns):
+                    meta = obj["metadata"]
+                    left.append(
+                        f"{kind} {ns}/{meta['name']} finalizers={meta.get('finalizers')} node={obj.get('spec', {}).get('nodeName')}"
+                    )
+        return left
 
     def _existing(self, objects: list[dict[str, Any]]) -> list[str]:
         left = []

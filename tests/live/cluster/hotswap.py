@@ -44,7 +44,9 @@ def controller_deployment(plan: dict[str, Any]) -> dict[str, Any]:
     return found[0]
 
 
-def start_controller(live: LiveCluster, identity: str = "hotswap-live-0") -> Controller:
+def start_controller(
+    live: LiveCluster, identity: str = "hotswap-live-0", extra_args: tuple[str, ...] = ()
+) -> Controller:
     """One replica of the controller, with its Deployment's env and args and its ConfigMap."""
     installed = live.current
     assert installed is not None, "install a stack first"
@@ -85,6 +87,7 @@ def start_controller(live: LiveCluster, identity: str = "hotswap-live-0") -> Con
         f"--kubeconfig={kubeconfig}",
         f"--metrics-port={metrics}",
         f"--health-port={health}",
+        *extra_args,
     ]
     proc = live.cp.group.add(Process(identity, argv, live.workdir / "logs" / f"{identity}.log", env=env))
     proc.start().wait_ready(https_ok(f"http://127.0.0.1:{health}/healthz"), 60)

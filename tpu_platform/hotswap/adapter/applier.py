@@ -45,6 +45,7 @@ an eviction is never issued twice.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -160,6 +161,18 @@ def eviction_body(action: EvictPod) -> JSON:
 _API_VERSIONS = {"Node": "v1", "Pod": "v1", "JobSet": f"{JOBSET_GROUP}/{JOBSET_VERSION}"}
 
 
+_EVENT_SEQUENCE = itertools.count()
+
+
+def event_name(regarding: str, now: float) -> str:
+    """``<object>.<hex nanoseconds>``, as client-go's event recorder names Events
+    (``tools/record/event.go``, ``makeEvent``). Not a ``generateName`` of ``<object>.``: the API
+    server validates a generateName as a DNS subdomain prefix, where only a trailing ``-`` is
+    allowed (apimachinery ``ValidateObjectMeta``, ``maskTrailingDash``), so it rejects that with 422.
+    A process-wide sequence keeps two Events of one reconcile on one object apart."""
+    return f"{regarding[:200]}.{int(now * 1e9) + next(_EVENT_SEQUENCE):x}"
+
+
 def event_body(action: EmitEvent, *, identity: str, now: float, node_namespace: str) -> tuple[str, JSON]:
     """(namespace, events.k8s.io/v1 Event) for an EmitEvent."""
     namespace = action.namespace or node_namespace
@@ -175,7 +188,7 @@ def event_body(action: EmitEvent, *, identity: str, now: float, node_namespace: 
     body: JSON = {
         "apiVersion": "events.k8s.io/v1",
         "kind": "Event",
-        "metadata": {"generateName": f"{action.name[:200]}.", "namespace": namespace},
+        "metadata": {"name": event_name(action.name, now), "namespace": namespace},
         "eventTime": micro_time(now),
         "reportingController": CONTROLLER_NAME,
         "reportingInstance": identity,

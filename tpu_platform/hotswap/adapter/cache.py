@@ -158,6 +158,7 @@ class WatchCache(Generic[T]):
         clock: Callable[[], float] = time.monotonic,
         backoff: Backoff | None = None,
         stale_retry_seconds: float | None = None,
+        keep_deleted: Callable[[T], bool] | None = None,
     ) -> None:
         if stale_retry_seconds is not None and not stale_retry_seconds > 0:
             raise ValueError(f"stale_retry_seconds must be > 0 or None, got {stale_retry_seconds}")
@@ -185,6 +186,9 @@ class WatchCache(Generic[T]):
         self._streaming = False
         self._listed = False
         self._items: dict[str, T] = {}
+        self.keep_deleted = keep_deleted
+        """Deleted objects this accepts are shown to the next ``snapshot()`` once (see there)."""
+        self._deleted: dict[str, T] = {}
         self._lock = threading.Lock()
 
     # --- state -------------------------------------------------------------------------------------
@@ -210,6 +214,19 @@ class WatchCache(Generic[T]):
     def values(self) -> list[T]:
         with self._lock:
             return list(self._items.values())
+
+    def snapshot(self) -> list[T]:
+        """The objects, plus each deleted one ``keep_deleted`` accepted since the last snapshot.
+
+        A state the server reported is seen by at least one reconcile even if the object is gone
+        before the reconcile runs: a TPU error in a failed pod's termination message would
+        otherwise be lost whenever JobSet deletes the pod first (on a real cluster that takes
+        well under a second after the Job fails). Each such object appears in one snapshot only.
+        """
+        with self._lock:
+            shown = [v for key, v in self._deleted.items() if key not in self._items]
+            self._deleted.clear()
+            return list(self._items.values()) + shown
 
     def get(self, key: str) -> T | None:
         with self._lock:
@@ -279,8 +296,13 @@ class WatchCache(Generic[T]):
                 else:
                     self._items[key] = value
         elif kind == "DELETED":
+            last = self.convert(obj) if self.keep_deleted is not None else None
             with self._lock:
-                self._items.pop(key, None)
+                previous = self._items.pop(key, None)
+                for value in (last, previous):
+                    if value is not None and self.keep_deleted is not None and self.keep_deleted(value):
+                        self._deleted[key] = value
+                        break
         else:
             log.warning(
                 "unknown watch event", extra={"fields": {"resource": self.resource.name, "type": kind}}

@@ -94,6 +94,8 @@ class Controller:
             watch_timeout_seconds=rt.watch_timeout_seconds,
             on_change=self.wake.set,
             observer=self.metrics,
+            # A failed pod's termination message may carry a TPU error report.
+            keep_deleted=lambda pod: pod.finished and bool(pod.terminations),
         )
         self.jobsets: WatchCache[JobSet] = WatchCache(
             api,
@@ -169,7 +171,7 @@ class Controller:
 
     def snapshot(self, now: float) -> Snapshot:
         records = self.nodes.values()
-        pods = self.pods.values()
+        pods = self.pods.snapshot()
         by_jobset: dict[str, list[Pod]] = {}
         for p in pods:
             if p.jobset is not None:
