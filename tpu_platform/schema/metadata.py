@@ -74,6 +74,9 @@ NAME_RULES: dict[str, NameCheck] = {
     "ClusterRole": path_segment,
     "RoleBinding": path_segment,
     "ClusterRoleBinding": path_segment,
+    # ValidatePodDisruptionBudget checks only the spec (kubernetes v1.34.12
+    # pkg/apis/policy/validation/validation.go); the registry's path-segment rule is all a name gets.
+    "PodDisruptionBudget": path_segment,
 }
 
 
