@@ -78,12 +78,6 @@ def _high_moved(scene: Scene) -> bool:
     return len(pods) == 4 and w.pools_of(scene.kube, pods) == {scene.spare_pool}
 
 
-def _silence(kube: Kube, node: str, silent: bool) -> None:
-    kube.patch(
-        "v1", "Node", node, {"metadata": {"annotations": {KWOK_ANNOTATION: "silent" if silent else MANAGED}}}
-    )
-
-
 def _a_high_node(scene: Scene) -> str:
     return str(w.running_pods(scene.kube, "research", "high-train")[0]["spec"]["nodeName"])
 

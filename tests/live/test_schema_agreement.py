@@ -70,6 +70,7 @@ def test_schema_checker_agrees_with_the_api_server(dev: LiveCluster, report: lis
             disagreements[name] = f"{side}: {server_why or ours_why}"
     agree = len(inputs) - len(disagreements)
     report.append(f"schema checker vs API server + webhooks: {agree} of {len(inputs)} agree")
+
     def entry(name: str) -> dict[str, str] | None:
         return next((e for e in known if fnmatchcase(name, e["match"])), None)
 

@@ -157,7 +157,69 @@ class LiveCluster:
                 results.append((obj, None))
             except ApiError as err:
                 results.append((obj, err))
+        self._wait_for_policies(installed)
         return results
+
+    def _wait_for_policies(self, installed: Installed) -> None:
+        """Until every applied ValidatingAdmissionPolicy is enforced.
+
+        kube-apiserver loads policies and bindings from informers, so a binding admits requests
+        for a moment after it is created. A dry-run write that the policy must deny (an admin is
+        not the controller) shows when it is enforced: one per policy, on an object it matches.
+        """
+        bindings = [o for o in installed.applied if o.get("kind") == "ValidatingAdmissionPolicyBinding"]
+        if not bindings or not installed.pools:
+            return
+        node = installed.pools[0].node_names()[0]
+        probe = {"metadata": {"annotations": {"tpu-platform.dev/unhealthy-since": "2000-01-01T00:00:00Z"}}}
+        path = self.admin.path("v1", "Node", None, node)
+
+        def denied() -> bool:
+            try:
+                self.admin.request(
+                    "PATCH", path, probe, query={"dryRun": "All"}, content_type="application/merge-patch+json"
+                )
+            except ApiError as err:
+                return err.status == 422 and "ValidatingAdmissionPolicy" in err.message
+            return False
+
+        wait_for("the node-state admission policy enforced", denied, 30)
+        if any(b["spec"]["policyName"].endswith("jobset-state") for b in bindings):
+            js = {
+                "apiVersion": "jobset.x-k8s.io/v1alpha2",
+                "kind": "JobSet",
+                "metadata": {
+                    "name": "policy-probe",
+                    "namespace": "default",
+                    "annotations": {"tpu-platform.dev/preempted-for": "default/probe"},
+                },
+                "spec": {
+                    "replicatedJobs": [
+                        {
+                            "name": "a",
+                            "template": {
+                                "spec": {
+                                    "template": {
+                                        "spec": {
+                                            "restartPolicy": "Never",
+                                            "containers": [{"name": "c", "image": "pause"}],
+                                        }
+                                    }
+                                }
+                            },
+                        }
+                    ]
+                },
+            }
+
+            def jobset_denied() -> bool:
+                try:
+                    self.admin.create(js, dry_run=True)
+                except ApiError as err:
+                    return err.status == 422 and "ValidatingAdmissionPolicy" in err.message
+                return False
+
+            wait_for("the JobSet-state admission policy enforced", jobset_denied, 30)
 
     def _installed(self) -> Installed:
         assert self.current is not None, "install(stack) first"
@@ -231,10 +293,8 @@ class LiveCluster:
         for ns in sorted(namespaces):
             for api, kind in kinds:
                 for obj in self.admin.list(api, kind, ns):
-                    meta = obj["metadata"]
-                    left.append(
-                        f"{kind} {ns}/{meta['name']} finalizers={meta.get('finalizers')} node={obj.get('spec', {}).get('nodeName')}"
-                    )
+                    meta, node = obj["metadata"], obj.get("spec", {}).get("nodeName")
+                    left.append(f"{kind} {ns}/{meta['name']} finalizers={meta.get('finalizers')} node={node}")
         return left
 
     def _existing(self, objects: list[dict[str, Any]]) -> list[str]:

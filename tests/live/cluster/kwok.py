@@ -3,8 +3,9 @@
 The stages are read unmodified from ``../shared/upstream/kwok-v0.8.0/kustomize/stage/`` (each
 kustomization's resources, in order): ``node/fast`` initialises a node, ``node/heartbeat-with-lease``
 keeps its status fresh while kwok renews its Lease, and ``pod/fast`` runs and deletes pods (its
-``pod-complete`` Stage is left out: a trainer runs until it fails or is deleted); ``pod/chaos`` fails a pod's container with the message its annotations give (a trainer
-that exits with the TPU runtime's error). The standalone binary exits with "no stages found"
+``pod-complete`` Stage is left out: a trainer runs until it fails or is deleted); ``pod/chaos``
+fails a pod's container with the message its annotations give (a trainer that exits with the TPU
+runtime's error). The standalone binary exits with "no stages found"
 without them, so they go in ``--config`` with the KwokConfiguration (kwok v0.8.0 ``pkg/config``).
 """
 
