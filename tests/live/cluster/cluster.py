@@ -18,6 +18,8 @@ from typing import Any
 
 import yaml
 
+from tpu_platform.hotswap.core import constants as hotswap_k
+
 from . import addons, binaries, kwok, nodes, rendered
 from .charts import SHARED
 from .controlplane import ControlPlane
@@ -171,7 +173,7 @@ class LiveCluster:
         if not bindings or not installed.pools:
             return
         node = installed.pools[0].node_names()[0]
-        probe = {"metadata": {"annotations": {"tpu-platform.dev/unhealthy-since": "2000-01-01T00:00:00Z"}}}
+        probe = {"metadata": {"annotations": {hotswap_k.UNHEALTHY_SINCE_ANNOTATION: "2000-01-01T00:00:00Z"}}}
         path = self.admin.path("v1", "Node", None, node)
 
         def denied() -> bool:
@@ -191,7 +193,7 @@ class LiveCluster:
                 "metadata": {
                     "name": "policy-probe",
                     "namespace": "default",
-                    "annotations": {"tpu-platform.dev/preempted-for": "default/probe"},
+                    "annotations": {hotswap_k.PREEMPTED_FOR_ANNOTATION: "default/probe"},
                 },
                 "spec": {
                     "replicatedJobs": [
