@@ -92,11 +92,14 @@ class LiveCluster:
         self.cp.stop()
 
     # one stack at a time -------------------------------------------------------------------
-    def install(self, stack: str, provider: str | None = None) -> Installed:
-        """Nodes, JobSet and Kueue of ``stack``'s cluster (``provider``: one cluster of a fleet)."""
+    def install(
+        self, stack: str, provider: str | None = None, *, plan: dict[str, Any] | None = None
+    ) -> Installed:
+        """Nodes, JobSet and Kueue of ``stack``'s cluster (``provider``: one cluster of a fleet);
+        ``plan``: that stack's plan as a test changed it (a setting the stacks do not render)."""
         if self.current is not None:
             self.uninstall()
-        plan = rendered.load_plan(stack)
+        plan = plan if plan is not None else rendered.load_plan(stack)
         groups = rendered.clusters(plan)
         provider = provider or next(iter(groups))
         started = time.monotonic()
