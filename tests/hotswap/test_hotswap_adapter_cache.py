@@ -297,19 +297,23 @@ def _failed_pod(name: str, message: str) -> dict[str, Any]:
     return obj
 
 
-def test_a_failed_pod_deleted_before_a_reconcile_is_shown_to_one_snapshot() -> None:
-    """JobSet deletes a failed pod within a second; its TPU error report must reach a reconcile."""
+def _pod_cache() -> WatchCache[Any]:
+    """A pod cache as the controller builds it: deleted failed pods with terminations kept."""
     from tpu_platform.hotswap.adapter.convert import pod_from_api
-    from tpu_platform.hotswap.core.model import Pod
 
-    api = FakeApi()
-    cache: WatchCache[Pod] = WatchCache(
-        api,
+    cache: WatchCache[Any] = WatchCache(
+        FakeApi(),
         Resource("pods"),
         pod_from_api,
         keep_deleted=lambda pod: pod.finished and bool(pod.terminations),
     )
     cache.relist()
+    return cache
+
+
+def test_a_failed_pod_deleted_before_a_reconcile_is_shown_to_one_snapshot() -> None:
+    """JobSet deletes a failed pod within a second; its TPU error report must reach a reconcile."""
+    cache = _pod_cache()
     failed = _failed_pod("p0", "SLICE_FAILURE_CHIP_DRIVER_ERROR")
     assert cache.apply_event(event("ADDED", failed, "10"))
     assert cache.apply_event(event("DELETED", failed, "11"))
@@ -321,16 +325,9 @@ def test_a_failed_pod_deleted_before_a_reconcile_is_shown_to_one_snapshot() -> N
 
 
 def test_a_deleted_running_pod_is_not_kept() -> None:
-    from tpu_platform.hotswap.adapter.convert import pod_from_api
-    from tpu_platform.hotswap.core.model import Pod
-
-    api = FakeApi()
-    cache: WatchCache[Pod] = WatchCache(
-        api, Resource("pods"), pod_from_api, keep_deleted=lambda pod: pod.finished and bool(pod.terminations)
-    )
-    cache.relist()
     from tests.hotswap.hotswap_fakes import pod_obj
 
+    cache = _pod_cache()
     running = pod_obj("p1", "train", job="train-slice-0", node="n0", priority=1000)
     assert cache.apply_event(event("ADDED", running, "10"))
     assert cache.apply_event(event("DELETED", running, "11"))

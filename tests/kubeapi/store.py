@@ -24,7 +24,6 @@ Semantics follow the API server (kubernetes/kubernetes, staging/src/k8s.io/apise
 from __future__ import annotations
 
 import copy
-import re
 import secrets
 import threading
 import time
@@ -35,11 +34,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tests.kubeapi.selectors import field_matcher, label_matcher
+from tpu_platform.schema.metadata import dns1123_subdomain
 
 JSON = dict[str, Any]
-
-
-_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -387,7 +384,7 @@ class Store:
                 # apimachinery ValidateObjectMeta: a generateName is a DNS-subdomain prefix, a
                 # trailing "-" masked (maskTrailingDash), so "x." is invalid (kube-apiserver 1.34).
                 masked = prefix[:-1] + "a" if prefix.endswith("-") else prefix
-                if not _SUBDOMAIN.match(masked):
+                if dns1123_subdomain(masked) is not None:
                     raise _invalid(
                         f"metadata.generateName: Invalid value: {prefix!r}: not an RFC 1123 subdomain"
                     )

@@ -28,8 +28,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveCluster]:
 @pytest.fixture(scope="module")
 def dev(live: LiveCluster) -> Iterator[LiveCluster]:
     """The dev stack's cluster with every object of its plan applied (fresh for each module)."""
-    live.install("dev")
-    rejected = [f"{o.describe()}: {e}" for o, e in live.apply_plan_objects() if e is not None]
+    rejected = live.install_planned("dev")
     assert not rejected, rejected
     yield live
 

@@ -77,8 +77,7 @@ RECIPE_WATCH_S = 60.0
 
 
 def test_recipe_after_a_silent_host_death(live: LiveCluster, report: list[str]) -> None:
-    live.install("dev")
-    rejected = [f"{o.describe()}: {e}" for o, e in live.apply_plan_objects() if e is not None]
+    rejected = live.install_planned("dev")
     assert not rejected, rejected
     kube = live.admin
     kube.create(w.tpu_jobset("high-train", "research", "research-queue", "high-priority-job", hotswap=False))
@@ -110,8 +109,7 @@ def test_recipe_after_a_silent_host_death(live: LiveCluster, report: list[str]) 
 
 
 def test_kueue_tas_after_a_silent_host_death(live: LiveCluster, report: list[str]) -> None:
-    live.install("dev", plan=_tas_plan())
-    rejected = [f"{o.describe()}: {e}" for o, e in live.apply_plan_objects() if e is not None]
+    rejected = live.install_planned("dev", plan=_tas_plan())
     assert not rejected, rejected
     kube = live.admin
     kube.apply(

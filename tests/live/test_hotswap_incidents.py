@@ -41,8 +41,7 @@ class Scene:
 
 @pytest.fixture
 def scene(live: LiveCluster) -> Iterator[Scene]:
-    live.install("dev")
-    rejected = [f"{o.describe()}: {e}" for o, e in live.apply_plan_objects() if e is not None]
+    rejected = live.install_planned("dev")
     assert not rejected, rejected
     ctl = start_controller(live)
     kube = live.admin

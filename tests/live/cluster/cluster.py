@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -165,6 +165,11 @@ class LiveCluster:
         self._wait_for_policies(installed)
         return results
 
+    def install_planned(self, stack: str, *, plan: dict[str, Any] | None = None) -> list[str]:
+        """``install`` then ``apply_plan_objects``: the rejections, described (none expected)."""
+        self.install(stack, plan=plan)
+        return [f"{o.describe()}: {e}" for o, e in self.apply_plan_objects() if e is not None]
+
     def _wait_for_policies(self, installed: Installed) -> None:
         """Until every applied ValidatingAdmissionPolicy is enforced.
 
@@ -179,16 +184,12 @@ class LiveCluster:
         probe = {"metadata": {"annotations": {hotswap_k.UNHEALTHY_SINCE_ANNOTATION: "2000-01-01T00:00:00Z"}}}
         path = self.admin.path("v1", "Node", None, node)
 
-        def denied() -> bool:
-            try:
-                self.admin.request(
-                    "PATCH", path, probe, query={"dryRun": "All"}, content_type="application/merge-patch+json"
-                )
-            except ApiError as err:
-                return err.status == 422 and "ValidatingAdmissionPolicy" in err.message
-            return False
+        def node_write() -> Any:
+            return self.admin.request(
+                "PATCH", path, probe, query={"dryRun": "All"}, content_type="application/merge-patch+json"
+            )
 
-        wait_for("the node-state admission policy enforced", denied, 30)
+        wait_for("the node-state admission policy enforced", lambda: _denied_by_policy(node_write), 30)
         if any(b["spec"]["policyName"].endswith("jobset-state") for b in bindings):
             js = {
                 "apiVersion": "jobset.x-k8s.io/v1alpha2",
@@ -217,14 +218,11 @@ class LiveCluster:
                 },
             }
 
-            def jobset_denied() -> bool:
-                try:
-                    self.admin.create(js, dry_run=True)
-                except ApiError as err:
-                    return err.status == 422 and "ValidatingAdmissionPolicy" in err.message
-                return False
-
-            wait_for("the JobSet-state admission policy enforced", jobset_denied, 30)
+            wait_for(
+                "the JobSet-state admission policy enforced",
+                lambda: _denied_by_policy(lambda: self.admin.create(js, dry_run=True)),
+                30,
+            )
 
     def _installed(self) -> Installed:
         assert self.current is not None, "install(stack) first"
@@ -323,6 +321,15 @@ class LiveCluster:
 
     def _namespaces(self) -> set[str]:
         return {n["metadata"]["name"] for n in self.admin.list("v1", "Namespace")}
+
+
+def _denied_by_policy(write: Callable[[], Any]) -> bool:
+    """Whether a ValidatingAdmissionPolicy denies ``write`` (a dry run)."""
+    try:
+        write()
+    except ApiError as err:
+        return err.status == 422 and "ValidatingAdmissionPolicy" in err.message
+    return False
 
 
 def _pool_in_cluster(plan: dict[str, Any], pool: nodes.SlicePool, provider: str) -> bool:
