@@ -34,7 +34,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tests.kubeapi.selectors import field_matcher, label_matcher
-from tpu_platform.schema.metadata import dns1123_subdomain
+from tpu_platform.schema.metadata import dns1123_subdomain, mask_trailing_dash
 
 JSON = dict[str, Any]
 
@@ -381,10 +381,9 @@ class Store:
                 prefix = meta.get("generateName")
                 if not prefix:
                     raise _invalid("metadata.name: Required value: name or generateName is required")
-                # apimachinery ValidateObjectMeta: a generateName is a DNS-subdomain prefix, a
-                # trailing "-" masked (maskTrailingDash), so "x." is invalid (kube-apiserver 1.34).
-                masked = prefix[:-1] + "a" if prefix.endswith("-") else prefix
-                if dns1123_subdomain(masked) is not None:
+                # apimachinery ValidateObjectMeta: a generateName is a DNS-subdomain prefix after
+                # maskTrailingDash, so "x." is invalid (kube-apiserver 1.34).
+                if dns1123_subdomain(mask_trailing_dash(prefix)) is not None:
                     raise _invalid(
                         f"metadata.generateName: Invalid value: {prefix!r}: not an RFC 1123 subdomain"
                     )

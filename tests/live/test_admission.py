@@ -18,6 +18,7 @@ import pytest
 
 from tests.live.cluster import ApiError, Kube, LiveCluster
 from tests.live.cluster.addons import service_account_token
+from tests.live.cluster.figures import Report
 from tpu_platform.hotswap.admission import JOBSET_STATE_ANNOTATIONS, NODE_STATE_ANNOTATIONS
 from tpu_platform.hotswap.core import constants as k
 
@@ -129,9 +130,7 @@ def _put_annotations(kube: Kube, node: str, annotations: dict[str, str | None], 
     return kube.request("PUT", kube.path("v1", "Node", None, node) + (f"/{sub}" if sub else ""), current)
 
 
-def test_a_tenant_cannot_write_node_state_on_any_path(
-    dev: LiveCluster, tenant: Kube, report: list[str]
-) -> None:
+def test_a_tenant_cannot_write_node_state_on_any_path(dev: LiveCluster, tenant: Kube, report: Report) -> None:
     node = _node(dev)
     key = NODE_STATE_ANNOTATIONS[0]
     taint = [{"key": k.UNHEALTHY_TAINT_KEY, "value": "tenant", "effect": k.UNHEALTHY_TAINT_EFFECT}]
@@ -202,7 +201,7 @@ def _jobset(name: str, annotations: dict[str, str] | None = None) -> dict[str, A
 
 
 def test_a_tenant_cannot_forge_a_preemption_record(
-    dev: LiveCluster, tenant: Kube, controller: Kube, report: list[str]
+    dev: LiveCluster, tenant: Kube, controller: Kube, report: Report
 ) -> None:
     key = JOBSET_STATE_ANNOTATIONS[0]
     _denied(lambda: tenant.create(_jobset("forged", {key: "research/other"})), "create with the record")

@@ -14,6 +14,7 @@ import pytest
 
 from tests.live.cluster import Kube, LiveCluster
 from tests.live.cluster.addons import service_account_token
+from tests.live.cluster.figures import Report
 from tpu_platform.hotswap.adapter.applier import event_body
 from tpu_platform.hotswap.core.actions import EmitEvent
 
@@ -26,7 +27,7 @@ def controller(dev: LiveCluster) -> Iterator[Kube]:
     kube.close()
 
 
-def test_the_controllers_events_are_accepted(dev: LiveCluster, controller: Kube, report: list[str]) -> None:
+def test_the_controllers_events_are_accepted(dev: LiveCluster, controller: Kube, report: Report) -> None:
     assert dev.current is not None
     node = dev.current.pools[0].node_names()[0]
     node_uid = dev.admin.get("v1", "Node", node)["metadata"]["uid"]

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from tests.live.cluster import LiveCluster
 from tests.live.cluster import workloads as w
+from tests.live.cluster.figures import Report
 
 
-def test_kueue_admits_borrows_and_preempts_for_the_high_priority(dev: LiveCluster, report: list[str]) -> None:
+def test_kueue_admits_borrows_and_preempts_for_the_high_priority(dev: LiveCluster, report: Report) -> None:
     kube = dev.admin
     low = w.tpu_jobset("low-jax", "applied", "applied-queue", "low-priority-job", slices=2)
     watch = w.Stopwatch()

@@ -53,6 +53,7 @@ from typing import Any
 import yaml
 
 from tests.live.cluster import ApiError, LiveCluster, wait_for
+from tests.live.cluster.figures import Report
 from tests.live.cluster.webhook_cases import JOBSET_VERSION, WebhookCase, create_cases
 from tpu_platform.lint import RULES, LintContext, lint_jobset
 from tpu_platform.lint.stack import context_from_stack
@@ -302,7 +303,7 @@ def _source(verdict: Verdict) -> str:
     return f"webhook {found.group(1)}" if found else "API server"
 
 
-def test_linter_and_real_webhook_against_jobsets_own_table(dev: LiveCluster, report: list[str]) -> None:
+def test_linter_and_real_webhook_against_jobsets_own_table(dev: LiveCluster, report: Report) -> None:
     classified = ADMISSION_RULES | NOT_ADMISSION_RULES | INPUT_RULES
     unclassified = sorted(r.id for r in RULES.values() if r.severity == "error" and r.id not in classified)
     assert not unclassified, (

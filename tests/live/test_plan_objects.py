@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from tests.live.cluster import LiveCluster, rendered
+from tests.live.cluster.figures import Report
 
 CLUSTERS = [
     (stack, provider)
@@ -21,7 +22,7 @@ CLUSTERS = [
 
 @pytest.mark.parametrize(("stack", "provider"), CLUSTERS, ids=[f"{s}-{p}" for s, p in CLUSTERS])
 def test_every_planned_object_is_accepted(
-    live: LiveCluster, report: list[str], stack: str, provider: str
+    live: LiveCluster, report: Report, stack: str, provider: str
 ) -> None:
     live.install(stack, provider)
     results = live.apply_plan_objects()

@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from tests.live.cluster import ApiError, LiveCluster, rendered
+from tests.live.cluster.figures import Report
 from tests.live.cluster.mutants import mutants
 from tpu_platform.schema import validate_object
 
@@ -56,7 +57,7 @@ def _ours_accepts(manifest: dict[str, Any]) -> tuple[bool, str]:
     return not errors, "; ".join(str(e) for e in errors)[:300]
 
 
-def test_schema_checker_agrees_with_the_api_server(dev: LiveCluster, report: list[str]) -> None:
+def test_schema_checker_agrees_with_the_api_server(dev: LiveCluster, report: Report) -> None:
     known: list[dict[str, str]] = yaml.safe_load(KNOWN.read_text()) or []
     for ns in {m["metadata"].get("namespace") for _, m in _inputs()} - {None}:
         dev.admin.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})

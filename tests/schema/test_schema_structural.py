@@ -363,3 +363,27 @@ def test_a_type_mismatch_that_cel_also_rejects_is_a_failure() -> None:
 def test_field_path_is_appended() -> None:
     outcome = evaluate_rule({"rule": "size(self.name) > 3", "fieldPath": ".name"}, {"name": "ab"}, "spec")
     assert (outcome.status, outcome.path) == ("failed", "spec.name")
+
+
+@pytest.mark.parametrize(
+    ("prefix", "valid"),
+    [
+        ("w-", True),
+        ("a.-", True),
+        ("ab--", True),
+        ("-", False),
+        ("w", True),
+        ("w.", False),
+        ("W-", True),
+        ("Wx-", False),
+    ],
+)
+def test_generate_name_masks_one_trailing_dash_as_the_server_does(
+    validator: SchemaValidator, prefix: str, valid: bool
+) -> None:
+    """apimachinery's maskTrailingDash: the last two characters become ``a`` (even ``"W-"`` passes)."""
+    obj = widget({"maxReplicas": 1})
+    del obj["metadata"]["name"]
+    obj["metadata"]["generateName"] = prefix
+    paths = [p for p, _ in errors(check_object(obj, validator))]
+    assert paths == ([] if valid else ["metadata.generateName"])

@@ -112,6 +112,15 @@ def label_value(value: str) -> str | None:
     return None
 
 
+def mask_trailing_dash(prefix: str) -> str:
+    """A generateName as the server checks it: apimachinery v0.34.12 ``pkg/api/validation/generic.go``
+    ``maskTrailingDash`` drops the last *two* characters of a longer-than-one prefix ending in a dash
+    and appends ``a`` (so ``"a.-"`` passes and ``"-"`` does not); the quirk is kept for agreement."""
+    if len(prefix) > 1 and prefix.endswith("-"):
+        return prefix[:-2] + "a"
+    return prefix
+
+
 def check_object_meta(meta: dict[str, Any], *, kind: str, namespaced: bool | None) -> list[SchemaIssue]:
     """Name (or generateName), namespace, label and annotation rules; ``namespaced=None`` when unknown."""
     problems: list[SchemaIssue] = []
@@ -124,7 +133,7 @@ def check_object_meta(meta: dict[str, Any], *, kind: str, namespaced: bool | Non
         )
     if isinstance(name, str) and name and (problem := name_rule(name)):
         problems.append(SchemaIssue("metadata.name", f"Invalid value: {name!r}: {problem}", code="metadata"))
-    if isinstance(generate, str) and generate and (problem := name_rule(generate.rstrip("-") or "a")):
+    if isinstance(generate, str) and generate and (problem := name_rule(mask_trailing_dash(generate))):
         problems.append(
             SchemaIssue("metadata.generateName", f"Invalid value: {generate!r}: {problem}", code="metadata")
         )

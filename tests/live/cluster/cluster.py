@@ -25,6 +25,7 @@ from .charts import SHARED
 from .controlplane import ControlPlane
 from .kube import ApiError, Kube, wait_for
 from .process import Process
+from .workloads import JOBSET_NAME_LABEL
 
 BINARIES = (
     "etcd",
@@ -251,6 +252,22 @@ class LiveCluster:
         for pool in installed.pools:
             for name in pool.node_names():
                 self.admin.delete("v1", "Node", name)
+
+    def clear_workloads(self) -> None:
+        """Every JobSet of the installed plan's namespaces deleted, until its Workload and pods are
+        gone: the next test of a module that shares one install starts from an idle cluster."""
+        installed = self._installed()
+        namespaces = {o["metadata"]["name"] for o in installed.applied if o.get("kind") == "Namespace"}
+        self._delete_workloads(namespaces)
+
+        def pods_left() -> list[str]:
+            return [
+                f"{ns}/{p['metadata']['name']}"
+                for ns in namespaces
+                for p in self.admin.list("v1", "Pod", ns, selector=JOBSET_NAME_LABEL)
+            ]
+
+        wait_for("pods of the deleted JobSets gone", lambda: not pods_left(), 120)
 
     def _delete_workloads(self, namespaces: set[str]) -> None:
         """The JobSets first, and their Kueue Workloads gone with them: Kueue drops a Workload's
