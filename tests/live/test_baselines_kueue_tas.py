@@ -38,8 +38,7 @@ def test_kueue_tas_chip_error(tas: LiveCluster, report: Report) -> None:
     kube = tas.admin
     teams = inc.fresh_teams(tas, jobset)
     before = inc.uids(inc.high_pods(kube))
-    watch = w.Stopwatch()
-    inc.chip_error(kube, inc.high_pods(kube))
+    watch = w.Stopwatch(start=inc.chip_error(kube, inc.high_pods(kube)))
     watch.wait("JobSet restarted", lambda: inc.jobset_restarts(kube, inc.HIGH) >= 1, 60)
 
     def running_again() -> bool:
@@ -60,6 +59,8 @@ def test_kueue_tas_kubelet_restart_of_70_seconds(tas: LiveCluster, report: Repor
     victim = inc.a_high_node(kube)
     before = inc.uids(inc.high_pods(kube))
     watch = w.Stopwatch()
+    watch.observe("Workload evicted", lambda: w.condition(tas_setup.high_workload(kube), "Evicted"))
+    watch.observe("JobSet restarted", lambda: inc.jobset_restarts(kube, inc.HIGH) >= 1)
     inc.silent_host_death(tas, victim, watch)
     watch.wait(
         "pod on the node evicted",

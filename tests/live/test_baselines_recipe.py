@@ -63,8 +63,7 @@ def test_recipe_silent_host_death(recipe: LiveCluster, teams: inc.TwoTeams, repo
 def test_recipe_chip_error(recipe: LiveCluster, teams: inc.TwoTeams, report: Report) -> None:
     kube = recipe.admin
     before = inc.uids(inc.high_pods(kube))
-    watch = w.Stopwatch()
-    inc.chip_error(kube, inc.high_pods(kube))
+    watch = w.Stopwatch(start=inc.chip_error(kube, inc.high_pods(kube)))
     watch.wait("JobSet restarted", lambda: inc.jobset_restarts(kube, inc.HIGH) >= 1, 60)
 
     def running_again() -> bool:

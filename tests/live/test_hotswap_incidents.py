@@ -76,8 +76,7 @@ def test_a_silent_host_death(scene: Scene, report: Report) -> None:
 
 def test_a_chip_error_with_the_kubelet_alive(scene: Scene, report: Report) -> None:
     kube = scene.kube
-    watch = w.Stopwatch()
-    inc.chip_error(kube, inc.high_pods(kube))
+    watch = w.Stopwatch(start=inc.chip_error(kube, inc.high_pods(kube)))
     watch.wait("pool tainted", lambda: _pool_tainted(kube, scene.broken_pool), 120)
     watch.wait("high pods Running on the spare slice", lambda: _high_moved(scene), 240)
     report.incident(POLICY, "chip error", watch, "2 pods report it together; moved to the spare slice")
@@ -86,6 +85,8 @@ def test_a_chip_error_with_the_kubelet_alive(scene: Scene, report: Report) -> No
 def test_a_kubelet_restart_of_70_seconds(scene: Scene, report: Report) -> None:
     kube, victim = scene.kube, inc.a_high_node(scene.kube)
     watch = w.Stopwatch()
+    watch.observe("pool tainted", lambda: _pool_tainted(kube, scene.broken_pool))
+    watch.observe("high pods Running on the spare slice", lambda: _high_moved(scene))
     inc.kubelet_restart(scene.live, victim, 70, watch)
     watch.wait("high pods Running", lambda: len(inc.high_pods(kube)) == inc.VMS, 240)
     moved = _high_moved(scene)

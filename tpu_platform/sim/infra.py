@@ -28,6 +28,7 @@ for the same trace.
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -47,6 +48,7 @@ from tpu_platform.sim.failures import (
     WORKLOAD_CRASH,
 )
 from tpu_platform.sim.model import CAUSE_FAILURE, Pool, SimNode, SimPod, Workload
+from tpu_platform.sim.params import Timings
 
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 SPOT_POD_GRACE_S = 15.0
@@ -152,6 +154,19 @@ class Observer:
     """(pool, time, started): called when a repair starts and when its last node is back."""
 
 
+def not_ready_after(now: float, last_renewal: float, t: Timings) -> float:
+    """Seconds from ``now`` until the node lifecycle controller marks a node silent since
+    ``last_renewal`` NotReady. kubernetes v1.34.12 ``pkg/controller/nodelifecycle/
+    node_lifecycle_controller.go``: ``monitorNodeHealth`` runs every ``nodeMonitorPeriod``; a pass
+    that sees a new Lease renewal sets ``probeTimestamp = nc.now()`` (``tryUpdateNodeHealth``), and
+    the first pass after ``probeTimestamp + gracePeriod`` sets Ready=Unknown. So NotReady comes
+    40-55 s after the kubelet falls silent (renewals every 10 s, passes every 5 s, grace 50 s), as
+    the live tier measures (43-54 s over its runs), not always 50 s after it."""
+    period = t.node_monitor_period_s
+    seen = math.ceil(last_renewal / period - 1e-9) * period if period > 0 else last_renewal
+    return max(0.0, seen + t.node_monitor_grace_s - now)
+
+
 class Infra:
     def __init__(
         self,
@@ -228,7 +243,12 @@ class Infra:
         inc = node.incarnation
         for listener in self.c.kubelet_listeners:
             listener()
-        self.c.engine.after(t.node_monitor_grace_s, "node-not-ready", self._not_ready, node.name, inc)
+        delay = (
+            not_ready_after(self.c.now, node.lease_last, t)
+            if t.not_ready_from_last_renewal
+            else t.node_monitor_grace_s
+        )
+        self.c.engine.after(delay, "node-not-ready", self._not_ready, node.name, inc)
         return inc
 
     # --- a host dies silently ------------------------------------------------------------------------

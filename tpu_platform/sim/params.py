@@ -29,6 +29,14 @@ class Timings:
     node_monitor_grace_s: float = 50.0
     """k8s: NotReady after the kubelet goes silent (node-monitor-grace-period): 50 s from Kubernetes 1.32,
     40 s before (kubernetes/kubernetes #126287). ``stack_timings`` sets it from the stack's version."""
+    node_monitor_period_s: float = 5.0
+    """k8s: the node lifecycle controller checks node health this often (kube-controller-manager
+    ``--node-monitor-period``, default 5 s); it notices a Lease renewal, and a silence, on a pass."""
+    not_ready_from_last_renewal: bool = False
+    """k8s, measured: NotReady counts from the last Lease renewal the node lifecycle controller saw
+    (``infra.not_ready_after``: 40-55 s after the silence; the live tier measured 43-54 s), not from
+    the silence. Off (NotReady exactly ``node_monitor_grace_s`` after the silence) in the runs behind
+    the published MTTR tables, which were made before it; ``bench/calibrate.py`` turns it on."""
     toleration_s: float = 300.0
     """k8s: pods on a not-ready/unreachable node are evicted after this (the DefaultTolerationSeconds
     admission plugin adds ``tolerationSeconds: 300``; kubernetes/kubernetes

@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from . import workloads as w
@@ -109,26 +110,31 @@ def kubelet_restart(live: LiveCluster, node: str, seconds: float, watch: w.Stopw
 
 def back_after(live: LiveCluster, node: str, seconds: float, watch: w.Stopwatch) -> None:
     """The silent node's kubelet back ``seconds`` after the watch's start; until the node is Ready."""
-    time.sleep(max(0.0, seconds - (time.monotonic() - watch.start)))
+    watch.until(seconds)
     live.silence(node, False)
     watch.wait("node Ready again", lambda: ready(live.admin, node) == "True", 60)
 
 
-def chip_error(kube: Kube, pods: list[dict[str, Any]]) -> None:
-    """Two pods exit with the TPU error at one instant (2 s from now).
+def chip_error(kube: Kube, pods: list[dict[str, Any]]) -> float:
+    """Two pods exit with the TPU error at one instant, 2 s from now; returns that instant
+    (``time.monotonic()``), the incident's start.
 
     They must exit together: the first failure fails its Job (``backoffLimit: 0``) and JobSet
     deletes every Job of the restart within milliseconds, so a pod that fails later is deleted
-    first and never reports (seen on the real JobSet v0.12.0: a second report 50 ms later was
-    lost about half the time). kwok's chaos Stage fires each pod's failure after the delay its
-    annotation names, so each pod's delay is set to fail both at one instant.
+    first and never reports (seen on the real JobSet v0.12.0). kwok's chaos Stage delays each
+    pod's failure by what its delay annotation names: an RFC 3339 time (then until that time) or a
+    Go duration, anything else falling back to the Stage's 1000 ms (kwok v0.8.0
+    ``pkg/utils/lifecycle/value_duration_from.go``, ``durationFrom.Get``). Both pods get the same
+    absolute time.
     """
-    at = time.monotonic() + 2.0
+    lead = 2.0
+    at = time.monotonic() + lead
+    stamp = datetime.fromtimestamp(time.time() + lead, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     for pod in pods[:2]:
-        delay = str(max(0, int((at - time.monotonic()) * 1000)))
-        annotations = {f"{CHAOS}/message": TPU_ERROR, f"{CHAOS}/delay": delay, f"{CHAOS}/jitter-delay": delay}
+        annotations = {f"{CHAOS}/message": TPU_ERROR, f"{CHAOS}/delay": stamp, f"{CHAOS}/jitter-delay": stamp}
         patch = {"metadata": {"labels": {CHAOS: "true"}, "annotations": annotations}}
         kube.patch("v1", "Pod", pod["metadata"]["name"], patch, namespace=pod["metadata"]["namespace"])
+    return at
 
 
 def maintenance_notice(kube: Kube, pool: str, lead_s: int) -> int:

@@ -119,14 +119,38 @@ def pools_of(kube: Kube, pods: list[dict[str, Any]]) -> set[str]:
 
 
 class Stopwatch:
-    """Seconds since a start, for each named step a test waits for."""
+    """Seconds since a start, for each named step a test waits for or observes on the way."""
 
-    def __init__(self) -> None:
-        self.start = time.monotonic()
+    def __init__(self, start: float | None = None) -> None:
+        """From now, or from ``start`` (a ``time.monotonic()`` instant, such as an incident's)."""
+        self.start = time.monotonic() if start is None else start
         self.steps: dict[str, float] = {}
+        self._observed: dict[str, Any] = {}
+
+    def observe(self, step: str, check: Any) -> None:
+        """Time ``step`` too, whenever ``check`` first holds while the test waits for other steps
+        (for steps whose order against the waited ones is not known beforehand)."""
+        self._observed[step] = check
+
+    def _poll(self) -> None:
+        for step, check in list(self._observed.items()):
+            if check():
+                self.steps[step] = round(time.monotonic() - self.start, 1)
+                del self._observed[step]
+
+    def until(self, seconds: float) -> None:
+        """Until ``seconds`` after the start, timing the observed steps meanwhile."""
+        end = self.start + seconds
+        while time.monotonic() < end:
+            self._poll()
+            time.sleep(min(0.2, max(0.0, end - time.monotonic())))
 
     def wait(self, step: str, check: Any, timeout: float) -> Any:
-        value = wait_for(step, check, timeout)
+        def polled() -> Any:
+            self._poll()
+            return check()
+
+        value = wait_for(step, polled, timeout)
         self.steps[step] = round(time.monotonic() - self.start, 1)
         return value
 

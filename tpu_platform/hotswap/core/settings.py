@@ -88,8 +88,10 @@ class Settings:
         default=30.0,
         metadata=_doc(
             """A node counts as confirmed dead (its Terminating pods may be force-deleted) after being
-            NotReady/unreachable this long. NotReady already means 40 s without kubelet status, so the
-            kubelet has been silent 70 s; a merely slow node stays Ready and is never touched. Nothing
+            NotReady/unreachable this long. NotReady already means 40-55 s without kubelet status (50 s
+            node-monitor-grace-period from Kubernetes 1.32, counted from the controller manager's pass
+            that saw the last renewal), so the kubelet has been silent 70-85 s; a merely slow node
+            stays Ready and is never touched. Nothing
             else clears these pods before GKE repair (~10 min) and BlockingRecreate waits on them
             (jobset #576).""",
             "duration",
@@ -129,9 +131,10 @@ class Settings:
         metadata=_doc(
             """Opt-in earlier failure signal: a node whose Lease in kube-node-lease has not been renewed
             this long is bad from renewTime + this (T_bad counts from there). The kubelet renews every
-            10 s and NotReady needs 40 s of silence; 20 s (two missed renewals) detects a dead kubelet
-            ~20 s sooner, at the risk of acting on a kubelet that is merely slow to renew, which is why
-            it is off by default. 0: off; otherwise at least 20, so one missed renewal never counts.
+            10 s and NotReady needs 40-55 s of silence (Kubernetes 1.32+); 20 s (two missed renewals)
+            detects a dead kubelet ~20-30 s sooner, at the risk of acting on a kubelet that is merely
+            slow to renew, which is why it is off by default. 0: off; otherwise at least 20, so one
+            missed renewal never counts.
             Alone never used to force-delete pods: that needs NotReady for dead_node_confirm_seconds,
             or (compute_corroboration) the VM read not running after the Lease went stale.""",
             "duration",
