@@ -47,22 +47,7 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
         "as for recipe: the simulated device plugin withdraws the chips, kwok's nodes keep them"
     ),
 }
-_KWOK_RESTART = (
-    "live artefact: kwok v0.8.0 releases a node only when the node is deleted, so the tier resumes a "
-    "silent node by restarting kwok, and the new kwok process runs pods bound after its restart 20-40 s "
-    "late (a replay with the pods polled every 0.5 s: followers bound at 75.8 s, Running at 111.5 s; a "
-    "preempted pod on a healthy node Terminating for 20 s); a real kubelet restart stalls only its own "
-    "node, so the simulator's few seconds after Ready stand"
-)
-EXPLAINED.update(
-    {
-        ("kubelet restart 70 s", "hotswap", "high pods Running on the spare slice"): _KWOK_RESTART,
-        ("kubelet restart 70 s", "hotswap", "high pods Running"): _KWOK_RESTART,
-        ("kubelet restart 70 s", "kueue_tas", "high pods Running again"): _KWOK_RESTART,
-    }
-)
-"""Differences whose cause is known and lies on the live side (a piece kwok does not have, or how
-the tier drives kwok)."""
+"""Differences whose cause is known and lies on the live side (a piece kwok does not have)."""
 
 
 @dataclass(frozen=True)

@@ -134,15 +134,31 @@ class LiveCluster:
         kwok v0.8.0 releases a node's Lease only when the node is deleted (``pkg/kwok/controllers/
         node_controller.go``: an annotation change is a Modified event, which never releases or
         takes a hold), so the node's annotation is changed and kwok restarted: the new process
-        manages exactly the nodes that still match its selector. The other nodes miss no renewal
-        (a restart takes about a second against 40 s Leases renewed every 10 s).
+        manages exactly the nodes that still match its selector.
+
+        The new process renews the managed nodes' Leases under a new holder identity, and kwok
+        waits for a Lease held by another holder to expire before it takes it ("failed to create
+        lease, lease already exists" for up to 80 s in its log, while kube-controller-manager sees
+        no renewal and pods on those nodes wait), so the old process's Leases of the nodes the new
+        one manages are deleted first: it creates them anew at once, and the node lifecycle
+        controller, which counts from the last renewal it saw, misses none (a restart takes about
+        a second against 40 s Leases renewed every 10 s).
         """
         value = "silent" if silent else nodes.MANAGED
         self.admin.patch("v1", "Node", node, {"metadata": {"annotations": {nodes.KWOK_ANNOTATION: value}}})
         assert self.kwok is not None
         self.kwok.stop()
         self.cp.group.processes.remove(self.kwok)
+        for name in self._kwok_managed():
+            self.admin.delete("coordination.k8s.io/v1", "Lease", name, "kube-node-lease")
         self.kwok = kwok.start_kwok(self.cp, self.paths["kwok"])
+
+    def _kwok_managed(self) -> list[str]:
+        return [
+            n["metadata"]["name"]
+            for n in self.admin.list("v1", "Node")
+            if (n["metadata"].get("annotations") or {}).get(nodes.KWOK_ANNOTATION) == nodes.MANAGED
+        ]
 
     def ready_nodes(self) -> set[str]:
         out = set()
@@ -267,7 +283,10 @@ class LiveCluster:
                 for p in self.admin.list("v1", "Pod", ns, selector=JOBSET_NAME_LABEL)
             ]
 
-        wait_for("pods of the deleted JobSets gone", lambda: not pods_left(), 120)
+        try:
+            wait_for("pods of the deleted JobSets gone", lambda: not pods_left(), 120)
+        except TimeoutError as err:
+            raise TimeoutError(f"{err}; left: {self._leftovers(namespaces)}") from None
 
     def _delete_workloads(self, namespaces: set[str]) -> None:
         """The JobSets first, and their Kueue Workloads gone with them: Kueue drops a Workload's
