@@ -37,17 +37,7 @@ def test_kueue_tas_silent_host_death(tas: LiveCluster, report: Report) -> None:
 def test_kueue_tas_chip_error(tas: LiveCluster, report: Report) -> None:
     kube = tas.admin
     teams = inc.fresh_teams(tas, jobset)
-    before = inc.uids(inc.high_pods(kube))
-    watch = w.Stopwatch(start=inc.chip_error(kube, inc.high_pods(kube)))
-    watch.wait("JobSet restarted", lambda: inc.jobset_restarts(kube, inc.HIGH) >= 1, 60)
-
-    def running_again() -> bool:
-        pods = inc.high_pods(kube)
-        return len(pods) == inc.VMS and not inc.uids(pods) & before
-
-    watch.wait("high pods Running again", running_again, 120)
-    pools = w.pools_of(kube, inc.high_pods(kube))
-    assert pools == {teams.broken_pool}, f"restarted on {pools}, not in place"
+    watch = inc.chip_error_restarts_in_place(kube, teams)
     report.incident(
         POLICY, "chip error", watch, "a Ready, untainted node is healthy to TAS: restarted in place"
     )
@@ -68,12 +58,7 @@ def test_kueue_tas_kubelet_restart_of_70_seconds(tas: LiveCluster, report: Repor
         60,
     )
     inc.back_after(tas, victim, 70, watch)
-
-    def running_again() -> bool:
-        pods = inc.high_pods(kube)
-        return len(pods) == inc.VMS and not inc.uids(pods) & before
-
-    watch.wait("high pods Running again", running_again, 240)
+    watch.wait("high pods Running again", inc.high_running_again(kube, before), 240)
     pools = w.pools_of(kube, inc.high_pods(kube))
     report.incident(
         POLICY,

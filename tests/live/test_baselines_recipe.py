@@ -62,17 +62,7 @@ def test_recipe_silent_host_death(recipe: LiveCluster, teams: inc.TwoTeams, repo
 
 def test_recipe_chip_error(recipe: LiveCluster, teams: inc.TwoTeams, report: Report) -> None:
     kube = recipe.admin
-    before = inc.uids(inc.high_pods(kube))
-    watch = w.Stopwatch(start=inc.chip_error(kube, inc.high_pods(kube)))
-    watch.wait("JobSet restarted", lambda: inc.jobset_restarts(kube, inc.HIGH) >= 1, 60)
-
-    def running_again() -> bool:
-        pods = inc.high_pods(kube)
-        return len(pods) == inc.VMS and not inc.uids(pods) & before
-
-    watch.wait("high pods Running again", running_again, 120)
-    pools = w.pools_of(kube, inc.high_pods(kube))
-    assert pools == {teams.broken_pool}, f"restarted on {pools}, not in place"
+    watch = inc.chip_error_restarts_in_place(kube, teams)
     report.incident(POLICY, "chip error", watch, "restarted in place, on the slice with the bad chip")
 
 

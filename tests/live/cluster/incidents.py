@@ -182,3 +182,24 @@ def hold(watch: w.Stopwatch, step: str, seconds: float, since: str | None = None
     """Let ``seconds`` pass after ``since`` (a step already timed, or the start): a step of its own."""
     origin = watch.start + (watch.steps[since] if since else 0.0)
     watch.wait(step, lambda: time.monotonic() - origin >= seconds, seconds + 30)
+
+
+def high_running_again(kube: Kube, before: set[str]) -> Callable[[], bool]:
+    """All of the high JobSet's pods Running, none of them one of ``before`` (its pods until now)."""
+
+    def check() -> bool:
+        pods = high_pods(kube)
+        return len(pods) == VMS and not uids(pods) & before
+
+    return check
+
+
+def chip_error_restarts_in_place(kube: Kube, teams: TwoTeams) -> w.Stopwatch:
+    """A chip error where nothing reads it: JobSet restarts the JobSet on the same slice."""
+    before = uids(high_pods(kube))
+    watch = w.Stopwatch(start=chip_error(kube, high_pods(kube)))
+    watch.wait("JobSet restarted", lambda: jobset_restarts(kube, HIGH) >= 1, 60)
+    watch.wait("high pods Running again", high_running_again(kube, before), 120)
+    pools = w.pools_of(kube, high_pods(kube))
+    assert pools == {teams.broken_pool}, f"restarted on {pools}, not in place"
+    return watch
