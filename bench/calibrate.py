@@ -16,7 +16,8 @@ Prints the table, the differences with their reasons, then one JSON line::
      "max_abs_diff_s": D, "max_rel_diff": R, "disagreements": N, "unexplained": U}
 
 ``sim_s`` is ``null`` where the simulator never reaches the step within its window; ``max_*`` are over
-the steps both reach (distance from the live time to the simulated range).
+the steps both reach (distance from the live time to the simulated range); ``max_rel_diff`` over the
+steps at least ``REL_FROM_S`` after the incident (a shorter one is judged by the 5 s bound alone).
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
     ),
 }
 """Differences whose cause is known and lies on the live side (a piece kwok does not have)."""
+
+REL_FROM_S = 5.0
+"""Steps this soon after the incident have no meaningful relative difference."""
 
 
 @dataclass(frozen=True)
@@ -156,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = {
         "calibration": [r.record() for r in rows],
         "max_abs_diff_s": round(max((d for d, _ in diffs), default=0.0), 1),
-        "max_rel_diff": round(max((d / max(t, 1e-9) for d, t in diffs), default=0.0), 3),
+        "max_rel_diff": round(max((d / abs(t) for d, t in diffs if abs(t) >= REL_FROM_S), default=0.0), 3),
         "disagreements": len(off),
         "unexplained": len(unexplained),
     }

@@ -93,8 +93,22 @@ def test_the_cluster_has_the_workload_pool_and_the_system_pool_the_metadata_serv
     assert system["nodeConfig"]["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}
 
 
-def test_off_creates_no_google_access(stack: dict[str, Any], render_stack: Callable[..., Any]) -> None:
+def test_on_by_default(stack: dict[str, Any], render_stack: Callable[..., Any]) -> None:
+    """Corroboration is the only evidence on which the controller force-deletes by default, so a stack
+    that only enables the controller gets the Google access its reads need."""
     stack["tpu-platform:hotswap"] = {"enabled": True, "image": "us-docker.pkg.dev/p/r/hotswap:1.0"}
+    rendering = render_stack(stack)
+    assert len(resources_of(rendering, ROLE)) == 1 and len(resources_of(rendering, SA_MEMBER)) == 1
+    (ksa,) = resources_of(rendering, KSA)
+    assert "annotations" in ksa["metadata"]
+
+
+def test_off_creates_no_google_access(stack: dict[str, Any], render_stack: Callable[..., Any]) -> None:
+    stack["tpu-platform:hotswap"] = {
+        "enabled": True,
+        "image": "us-docker.pkg.dev/p/r/hotswap:1.0",
+        "computeCorroboration": False,
+    }
     rendering = render_stack(stack)
     assert resources_of(rendering, ROLE) == [] and resources_of(rendering, SA_MEMBER) == []
     assert [a["accountId"] for a in resources_of(rendering, GSA)] == ["tpu-test-nodes"]

@@ -1,6 +1,7 @@
 """A toy cluster for end-to-end scenarios: just enough kubelet, JobSet and kube-scheduler behaviour to
 watch the decision core drive recovery over time. Not a simulator: one-second ticks, no latencies
-beyond an optional graceful-termination delay.
+beyond an optional graceful-termination delay. It has no Compute Engine, so its default settings opt in
+to the NotReady timer (``force_delete_unconfirmed``) where a stack would confirm a dead VM.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ class World:
     ) -> None:
         self.pools = {p.name: p for p in pools}
         self.now = now
-        self.settings = settings or Settings()
+        self.settings = settings or Settings(force_delete_unconfirmed=True)
         self.nodes: dict[str, Node] = {
             n.name: n for p in pools for n in make_nodes(p, ready_since=now - 3600)
         }

@@ -203,7 +203,8 @@ def used(requests: list[Request], granted: set[tuple[str, str, str, str]]) -> se
 
 
 def run_everything(api: KubernetesApi, *, lease_stale: bool) -> Controller:
-    settings = Settings(lease_stale_seconds=20.0 if lease_stale else 0.0)
+    # Opted in to the NotReady timer so a force deletion (a write of its own kind) happens without Compute.
+    settings = Settings(lease_stale_seconds=20.0 if lease_stale else 0.0, force_delete_unconfirmed=True)
     leader = LeaderElector(api, namespace=LEASE_NS, name="tpu-hotswap", identity="hotswap-0")
     c = Controller(
         api, Config(settings, RuntimeConfig()), identity="hotswap-0", leader=leader, clock=lambda: NOW

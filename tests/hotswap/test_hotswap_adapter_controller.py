@@ -72,7 +72,8 @@ def controller(
     leader: LeaderElector | None = None,
     metrics: Metrics | None = None,
 ) -> Controller:
-    cfg = Config(Settings(), RuntimeConfig(dry_run=dry_run))
+    # No Compute Engine here: the NotReady timer stands in for a confirmed-dead VM.
+    cfg = Config(Settings(force_delete_unconfirmed=True), RuntimeConfig(dry_run=dry_run))
     c = Controller(api, cfg, identity="hotswap-0", metrics=metrics or Metrics(), leader=leader, clock=clock)
     return c
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -33,7 +34,10 @@ from tpu_platform.hotswap.adapter.metrics import Metrics
 from tpu_platform.hotswap.core import Settings
 
 PROJECT, ZONE = "tpu-prod-1234", "us-east5-b"
-ON = Settings(compute_corroboration=True)
+DEFAULT = Settings(compute_corroboration=True)
+"""What a stack ships: corroboration on, no force deletion without a not-running answer."""
+ON = Settings(compute_corroboration=True, force_delete_unconfirmed=True)
+"""Opted in to the NotReady timer as well: what a RUNNING answer must veto and a missing answer not."""
 BEFORE_TIMER = 15.0
 """NotReady this long: past unhealthy_after_seconds (10), before dead_node_confirm_seconds (30)."""
 AFTER_TIMER = ON.dead_node_confirm_seconds + 15.0
@@ -44,7 +48,7 @@ def pid(node: str) -> str:
 
 
 class Cluster:
-    def __init__(self, d: ApiDouble) -> None:
+    def __init__(self, d: ApiDouble, settings: Settings = ON) -> None:
         self.d = d
         self.seed: Seeder = seed_cluster(d)
         for node in self.seed.list("nodes"):
@@ -59,7 +63,7 @@ class Cluster:
         self.evidence = Evidence(reader.read, compute, deadline_s=0.5)
         self.controller = Controller(
             kube(d, "hotswap-0", self.metrics),
-            Config(ON, FAST),
+            Config(settings, FAST),
             identity="hotswap-0",
             metrics=self.metrics,
             evidence=self.evidence,
@@ -84,14 +88,26 @@ class Cluster:
         return self.metrics.value(name, labels)
 
 
-@pytest.fixture
-def cluster() -> Iterator[Cluster]:
+@contextmanager
+def _cluster(settings: Settings) -> Iterator[Cluster]:
     with ApiDouble(bookmark_interval=0.5) as d:
-        c = Cluster(d)
+        c = Cluster(d, settings)
         yield c
         if c.instances.gate is not None:
             c.instances.gate.set()
         c.evidence.close()
+
+
+@pytest.fixture
+def cluster() -> Iterator[Cluster]:
+    with _cluster(ON) as c:
+        yield c
+
+
+@pytest.fixture
+def shipped() -> Iterator[Cluster]:
+    with _cluster(DEFAULT) as c:
+        yield c
 
 
 def test_a_terminated_vm_has_its_managed_pods_force_deleted_at_once(cluster: Cluster) -> None:
@@ -141,6 +157,30 @@ def test_no_evidence_falls_back_to_the_conservative_path(cluster: Cluster, fault
     else:
         outcome = type(fault).__name__
         assert cluster.value("hotswap_compute_reads_total", call="instances.get", outcome=outcome) == 1
+
+
+@pytest.mark.parametrize("fault", [gexc.Forbidden("Required 'compute.instances.get' permission"), "slow"])
+def test_by_default_no_answer_never_force_deletes(shipped: Cluster, fault: object) -> None:
+    """The shipped settings: a pod on a node NotReady well past the timer stays Terminating while
+    Compute Engine cannot say the VM is down (the kubelet may be restarting, the guest hung)."""
+    shipped.instances.vms[(PROJECT, ZONE, "gke-a-1")] = Vm("TERMINATED")
+    if fault == "slow":
+        shipped.instances.gate = threading.Event()
+    else:
+        assert isinstance(fault, Exception)
+        shipped.instances.fault = fault
+    shipped.fail("a-1", AFTER_TIMER + 600)
+    shipped.reconcile()
+    assert shipped.terminating("high-1"), "evicted, not force-deleted"
+    assert shipped.value("hotswap_force_deletions_total") == 0
+
+
+def test_by_default_a_terminated_vm_is_force_deleted(shipped: Cluster) -> None:
+    shipped.instances.vms[(PROJECT, ZONE, "gke-a-1")] = Vm("TERMINATED")
+    shipped.fail("a-1", BEFORE_TIMER)
+    shipped.reconcile()
+    assert shipped.pod("high-1") is None
+    assert shipped.value("hotswap_force_deletions_total") == 1
 
 
 # --- spec.providerID -----------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from tpu_platform.testing.hotswap_builders import make_jobset, make_nodes, make_
 DIED = 50_000.0
 """The kubelet of ``p-n2`` renews its Lease at ``DIED`` and then goes silent."""
 STALE = 20.0
-OFF = Settings(max_bad_node_fraction=1.0, lease_stale_seconds=STALE)
+OFF = Settings(max_bad_node_fraction=1.0, lease_stale_seconds=STALE, force_delete_unconfirmed=True)
 ON = replace(OFF, compute_corroboration=True)
 RUNNING_STATUSES = ("RUNNING", "STOPPING", "SUSPENDING", "PROVISIONING", "STAGING", "PENDING_STOP", "")
 

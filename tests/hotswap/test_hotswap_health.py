@@ -34,7 +34,7 @@ from tpu_platform.testing.hotswap_builders import (
 )
 
 NOW = 50_000.0
-SETTINGS = Settings(max_bad_node_fraction=1.0)
+SETTINGS = Settings(max_bad_node_fraction=1.0, force_delete_unconfirmed=True)
 
 
 def one_pool(

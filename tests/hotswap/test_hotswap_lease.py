@@ -25,7 +25,7 @@ DIED = 50_000.0
 RENEW = 10.0
 GRACE = 40.0
 """node-monitor-grace-period: Ready flips to Unknown this long after the kubelet goes silent."""
-OFF = Settings(max_bad_node_fraction=1.0)
+OFF = Settings(max_bad_node_fraction=1.0, force_delete_unconfirmed=True)
 ON = replace(OFF, lease_stale_seconds=20.0)
 
 

@@ -172,7 +172,7 @@ def test_multi_slice_high_priority_preempts_only_what_it_lacks() -> None:
 
 
 def test_flapping_pool_needs_the_longer_clean_time() -> None:
-    w = seed_world(1, settings=Settings(max_bad_node_fraction=1.0))
+    w = seed_world(1, settings=Settings(max_bad_node_fraction=1.0, force_delete_unconfirmed=True))
     for _ in range(2):
         w.fail("p-0-n0")
         w.run(15)
@@ -220,7 +220,7 @@ def test_fail_fast_evicts_then_force_deletes_the_pod_on_the_dead_node() -> None:
 
 
 def test_node_patches_keep_foreign_taints_and_only_touch_own_keys() -> None:
-    w = seed_world(1, settings=Settings(max_bad_node_fraction=1.0))
+    w = seed_world(1, settings=Settings(max_bad_node_fraction=1.0, force_delete_unconfirmed=True))
     w.fail("p-0-n0")
     w.run(10)
     patches = [a for a in w.decisions[-1].actions if isinstance(a, PatchNode)]

@@ -51,7 +51,7 @@ def test_kueue_tas_kubelet_restart_of_70_seconds(tas: LiveCluster, report: Repor
     watch = w.Stopwatch()
     watch.observe("Workload evicted", lambda: w.condition(tas_setup.high_workload(kube), "Evicted"))
     watch.observe("JobSet restarted", lambda: inc.jobset_restarts(kube, inc.HIGH) >= 1)
-    inc.silent_host_death(tas, victim, watch)
+    inc.kubelet_silence(tas, victim, watch)
     watch.wait(
         "pod on the node evicted",
         lambda: all(p["metadata"].get("deletionTimestamp") for p in tas_setup.high_pods_on(kube, victim)),

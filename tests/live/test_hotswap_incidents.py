@@ -6,6 +6,11 @@ team within its own quota (research at high priority, applied at low). Then one 
 high-priority JobSet has an incident. kube-controller-manager runs at upstream's default
 node-lifecycle timings (NotReady after 50 s without a Lease renewal or status update). Each step's
 time is read from the API server's objects and printed with the tier's figures.
+
+The dev stack ships Compute Engine corroboration on and no force deletion without it
+(``force_delete_unconfirmed: false``): the controller force-deletes a silent node's pods only once
+Compute Engine, here the cluster's double, reports the VM not running. A dead host's VM reads
+TERMINATED; a restarting kubelet's VM reads RUNNING, and none of its pods may be force-deleted.
 """
 
 from __future__ import annotations
@@ -70,8 +75,20 @@ def test_a_silent_host_death(scene: Scene, report: Report) -> None:
     assert w.condition(w.workload_of(kube, inc.HIGH.namespace, inc.HIGH.jobset), "Admitted")
     low = inc.low_pods(kube)
     assert not low or w.pools_of(kube, low) != {scene.spare_pool}, "the low-priority JobSet gave its slice up"
-    report.incident(POLICY, "silent host death", watch, "moved to the spare slice, the low JobSet preempted")
-    assert scene.controller.process.running()
+    ctl = scene.controller
+    reads = scene.live.compute.reads_of(inc.provider_id(kube, victim))
+    assert reads, "the controller never asked Compute Engine about the dead node's VM"
+    assert ctl.metric("hotswap_compute_confirmations_total", {"status": "TERMINATED"}) >= 1
+    deleted = ctl.metric("hotswap_force_deletions_total")
+    assert deleted >= 1, "the dead node's pods were not force-deleted"
+    report.incident(
+        POLICY,
+        "silent host death",
+        watch,
+        f"moved to the spare slice, the low JobSet preempted; VM read TERMINATED, {deleted:.0f} pod(s) "
+        "force-deleted",
+    )
+    assert ctl.process.running()
 
 
 def test_a_chip_error_with_the_kubelet_alive(scene: Scene, report: Report) -> None:
@@ -90,7 +107,17 @@ def test_a_kubelet_restart_of_70_seconds(scene: Scene, report: Report) -> None:
     inc.kubelet_restart(scene.live, victim, 70, watch)
     watch.wait("high pods Running", lambda: len(inc.high_pods(kube)) == inc.VMS, 240)
     moved = _high_moved(scene)
-    report.incident(POLICY, "kubelet restart 70 s", watch, f"JobSet moved: {moved}")
+    ctl = scene.controller
+    reads = scene.live.compute.reads_of(inc.provider_id(kube, victim))
+    assert reads, "the controller never asked Compute Engine about the silent node's VM"
+    assert ctl.metric("hotswap_compute_confirmations_total") == 0, "a RUNNING VM confirmed down"
+    assert ctl.metric("hotswap_force_deletions_total") == 0, "a pod of a RUNNING VM force-deleted"
+    report.incident(
+        POLICY,
+        "kubelet restart 70 s",
+        watch,
+        f"JobSet moved: {moved}; VM read RUNNING {len(reads)}x, no pod force-deleted",
+    )
 
 
 def test_a_maintenance_notice(scene: Scene, report: Report) -> None:

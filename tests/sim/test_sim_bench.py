@@ -50,6 +50,7 @@ POLICIES = {"recipe", "kueue_tas", "hotswap"}
 M_KEYS = {
     "unplanned_downtime_s",
     "planned_downtime_s",
+    "total_downtime_s",
     "moves_at_checkpoint",
     "moves_at_deadline",
     "low_priority_lost_chip_hours",
@@ -65,14 +66,38 @@ def check_p(p: dict[str, Any]) -> None:
     assert isinstance(p["force_deletes"], int) and 0 <= p["unsafe_force_deletes"] <= p["force_deletes"]
 
 
-def test_mttr_bench_json_shape(capsys: pytest.CaptureFixture[str]) -> None:
+def check_report(out: str, doc: dict[str, Any], tmp_path: Path) -> None:
+    """The docs' tables regenerate from the saved run: every marked section is rewritten, the text
+    around it kept, and the headline cell is the run's figure."""
+    report = load("mttr_report")
+    saved = tmp_path / "mttr.txt"
+    saved.write_text("$ python bench/mttr.py --quick\n" + out)
+    page = tmp_path / "page.md"
+    sections = list(report.SECTIONS)
+    page.write_text(
+        "intro\n" + "".join(f"<!-- mttr:{n} -->\nold\n<!-- /mttr:{n} -->\n" for n in sections) + "end\n"
+    )
+    assert report.main([str(saved), "--write", str(page)]) == 0
+    text = page.read_text()
+    assert text.startswith("intro\n") and text.endswith("end\n") and "\nold\n" not in text
+    assert f"| {doc['headline']['hotswap']['host_death_p50_s']} / " in text
+    assert "`python bench/mttr.py --quick`" in text
+
+
+def test_mttr_bench_json_shape(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     args = ["--stack", "seed", "--spot-stack", "dev", "--days", "1", "--kind-days", "0.5"]
-    assert load("mttr").main([*args, "--node-mtbf-days", "1", "--seed", "4", "--no-sensitivity"]) == 0
-    doc = last_json(capsys)
+    assert load("mttr").main([*args, "--node-mtbf-days", "1", "--seed", "4", "--range-days", "0.05"]) == 0
+    out = capsys.readouterr().out
+    doc = json.loads(out.strip().splitlines()[-1])
+    check_report(out, doc, tmp_path)
     assert set(doc) == {
         "policies",
         "floor_s",
         "by_kind",
+        "kueue_tas_mid",
+        "headline",
+        "sensitivity",
+        "parameters",
         "ablation",
         "unsafe_force_deletes",
         "chip_signals",
@@ -87,20 +112,23 @@ def test_mttr_bench_json_shape(capsys: pytest.CaptureFixture[str]) -> None:
         for c in by_kind.values():
             assert set(c) == {"mttr_p50_s", "mttr_p95_s", "pools_declared"}
             assert isinstance(c["pools_declared"], int)
-    assert set(doc["maintenance"]) == {*POLICIES, "hotswap_moves_off"}
+    assert set(doc["maintenance"]) == {*POLICIES, "kueue_tas_mid", "hotswap_moves_off"}
     for m in doc["maintenance"].values():
         assert set(m) == M_KEYS
         assert m["unplanned_downtime_s"] >= 0 and m["planned_downtime_s"] >= 0
+        assert m["total_downtime_s"] == pytest.approx(
+            m["unplanned_downtime_s"] + m["planned_downtime_s"], abs=0.2
+        )
         assert isinstance(m["moves_at_checkpoint"], int) and isinstance(m["moves_at_deadline"], int)
-    for policy in ("recipe", "kueue_tas", "hotswap_moves_off"):
+    for policy in ("recipe", "kueue_tas", "kueue_tas_mid", "hotswap_moves_off"):
         m = doc["maintenance"][policy]
         assert m["planned_downtime_s"] == 0 and m["moves_at_checkpoint"] == m["moves_at_deadline"] == 0
-    assert len(doc["ablation"]) == 6
+    assert len(doc["ablation"]) == 7
     for label, by_kind in doc["ablation"].items():
         assert set(by_kind) == {"host_death", "kubelet_restart"}, label
         for a in by_kind.values():
             assert set(a) == {"mttr_p50_s", "mttr_p95_s", "force_deletes", "unsafe_force_deletes"}
-            if "Compute" in label or "both" in label:
+            if "no Compute" not in label:
                 assert a["unsafe_force_deletes"] == 0, f"{label}: corroboration must fence"
     assert set(doc["policies"]) == POLICIES
     for p in doc["policies"].values():
@@ -120,6 +148,23 @@ def test_mttr_bench_json_shape(capsys: pytest.CaptureFixture[str]) -> None:
         for p in by_policy.values():
             check_p(p)
     assert doc["by_kind"]["host_death"] == doc["policies"], "the headline is the host-death run"
+    assert set(doc["kueue_tas_mid"]) == set(doc["by_kind"])
+    for p in doc["kueue_tas_mid"].values():
+        check_p(p)
+    assert set(doc["headline"]) == {*POLICIES, "kueue_tas_mid"}
+    assert doc["headline"]["hotswap"]["unsafe_force_deletes"] == 0, "the shipped settings fence"
+    assert doc["headline"]["hotswap"]["host_death_p50_s"] == doc["policies"]["hotswap"]["mttr_p50_s"]
+    assert set(doc["sensitivity"]) == {
+        "compute_status_lag_s",
+        "pod_startup_s",
+        "hung_guest_fraction",
+        "compute_restart_fraction",
+    }
+    for points in doc["sensitivity"].values():
+        for row in points.values():
+            assert set(row) == POLICIES
+    assert all(set(p) == {"value", "source", "ref"} for p in doc["parameters"].values())
+    assert {p["source"] for p in doc["parameters"].values()} <= {"doc", "code", "measured", "chosen"}
 
 
 def test_reconcile_bench_json_shape(capsys: pytest.CaptureFixture[str]) -> None:
@@ -165,14 +210,20 @@ def test_mttr_bench_takes_controller_settings(capsys: pytest.CaptureFixture[str]
         load("mttr").main([*args, "--setting", "lease_stale_seconds=15"])
 
 
-def test_every_ablation_row_sets_both_early_detection_mechanisms() -> None:
-    """The prod stack turns corroboration on: a row that left a mechanism to the stack would report the
-    stack's setting as "off"."""
-    rows = load("mttr").ABLATION
-    assert rows[0][1] == {"lease_stale_seconds": 0, "compute_corroboration": False}
-    for label, settings, _ in rows:
-        assert {"lease_stale_seconds", "compute_corroboration"} <= set(settings), label
-    assert len({tuple(sorted(s.items())) for _, s, t in rows if not t}) == 4, "four distinct mechanisms"
+def test_every_ablation_row_sets_every_early_detection_mechanism() -> None:
+    """The prod stack turns the Lease signal on: a row that left a mechanism to the stack would report
+    the stack's setting as "off"."""
+    from tpu_platform.sim.variants import ABLATION
+
+    keys = {"lease_stale_seconds", "compute_corroboration", "force_delete_unconfirmed"}
+    assert ABLATION[0][1] == {
+        "lease_stale_seconds": 0,
+        "compute_corroboration": True,
+        "force_delete_unconfirmed": False,
+    }
+    for label, settings, _ in ABLATION:
+        assert keys <= set(settings), label
+    assert len({tuple(sorted(s.items())) for _, s, t in ABLATION if not t}) == 5, "five distinct mechanisms"
 
 
 def test_mttr_bench_prints_episode_timelines(capsys: pytest.CaptureFixture[str]) -> None:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from bench.calibrate import Row, main
 from tpu_platform.sim.calibration import simulate
-from tpu_platform.sim.infra import not_ready_after
+from tpu_platform.sim.node_lifecycle import not_ready_after
 from tpu_platform.sim.params import Timings
 
 HOST_DEATH_STEPS = ["node NotReady", "pool tainted", "high pods Running on the spare slice"]

@@ -20,10 +20,10 @@ import pytest
 from tpu_platform.hotswap.core.workload_signals import reports_tpu_error
 from tpu_platform.sim.chipsignals import crash, tpu_error
 from tpu_platform.sim.failures import CHIP_ERROR, WORKLOAD_CRASH
-from tpu_platform.sim.infra import Failure
 from tpu_platform.sim.params import Timings, floor_seconds
 from tpu_platform.sim.run import Result, Scenario, make_policy, run
 from tpu_platform.sim.scenarios import seed_scenario
+from tpu_platform.sim.traces import Failure
 
 FAIL_AT = 1800.0
 HIGH = "default/high"

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from tpu_platform.sim.engine import Engine
-from tpu_platform.sim.infra import random_trace
 from tpu_platform.sim.model import Pool
 from tpu_platform.sim.policies import Hotswap
 from tpu_platform.sim.run import compare, run
 from tpu_platform.sim.scenarios import seed_scenario
+from tpu_platform.sim.traces import random_trace
 
 
 def test_events_fire_in_time_order_and_ties_in_scheduling_order() -> None:

@@ -11,17 +11,18 @@ from typing import Any
 from tpu_platform.hotswap.core import Settings
 from tpu_platform.sim.episode_log import DecisionLog, episode_timeline
 from tpu_platform.sim.failures import KUBELET_RESTART
-from tpu_platform.sim.infra import Failure, random_trace
 from tpu_platform.sim.kueue_tas import KueueTas
 from tpu_platform.sim.model import CAUSE_CONTROLLER, CAUSE_SCHEDULER
 from tpu_platform.sim.params import Timings, floor_seconds
 from tpu_platform.sim.policies import Baseline, Hotswap
 from tpu_platform.sim.run import Result, compare, run, stack_scenario
 from tpu_platform.sim.scenarios import seed_scenario, seed_stack
+from tpu_platform.sim.traces import Failure, random_trace
 from tpu_platform.sim.workload import pools_from_stack
 
 T = Timings()
-S = Settings()
+S = Settings(force_delete_unconfirmed=True)
+"""The NotReady timer path (opted in): these runs have no Compute Engine corroboration."""
 FAIL_AT = 1800.0
 FLOOR = floor_seconds(T)
 """The honest floor: NotReady, then an unobstructed restart including a victim's drain."""
@@ -33,7 +34,7 @@ RESTART = T.jobset_recreate_s + 2 * T.schedule_s + T.follower_create_s + T.pod_s
 
 
 def controller(**kw: object) -> Result:
-    return run(seed_scenario(**kw), Hotswap(verify_idle=True))  # type: ignore[arg-type]
+    return run(seed_scenario(**kw), Hotswap(S, verify_idle=True))  # type: ignore[arg-type]
 
 
 def mttr(r: Result) -> float:
@@ -149,10 +150,10 @@ def test_quiescence_skips_never_hide_an_action_on_a_random_trace() -> None:
     cfg, trace = day_of_random_failures()
     assert len(trace) >= 5
     scenario = stack_scenario(cfg, trace=trace, end=86400.0, seed=11)
-    result = run(scenario, Hotswap(verify_idle=True))
+    result = run(scenario, Hotswap(S, verify_idle=True))
     assert result.controller is not None and result.controller.skipped_idle == 0
     assert result.controller.reconciles > 0
-    quick = run(scenario, Hotswap())
+    quick = run(scenario, Hotswap(S))
     assert quick.controller is not None and quick.controller.skipped_idle > 0
     assert quick.summary == result.summary, "skipping idle reconciles changes nothing"
 
@@ -165,11 +166,11 @@ def test_the_failure_named_by_pool_hits_that_pool_under_both_policies() -> None:
         end=FAIL_AT + 600.0,
         workloads=list(scenario.workloads),
     )
-    for r in (run(named, Baseline()), run(named, KueueTas()), run(named, Hotswap())):
+    for r in (run(named, Baseline()), run(named, KueueTas()), run(named, Hotswap(S))):
         assert r.metrics.failures == [(FAIL_AT, "seed-4x4-2-n0", "seed-4x4-2")]
 
 
-LEASE = Settings(lease_stale_seconds=20.0)
+LEASE = Settings(lease_stale_seconds=20.0, force_delete_unconfirmed=True)
 
 
 def test_the_lease_signal_gains_nothing_while_the_restart_waits_for_the_force_delete() -> None:
@@ -177,7 +178,7 @@ def test_the_lease_signal_gains_nothing_while_the_restart_waits_for_the_force_de
     the pod on the dead node is gone (jobset ``shouldCreateJob``), which the core does only after
     NotReady plus ``dead_node_confirm_seconds``."""
     scenario = seed_scenario(spare=True, restart_strategy="Recreate", pod_failure_policy=False)
-    without = run(scenario, Hotswap(verify_idle=True))
+    without = run(scenario, Hotswap(S, verify_idle=True))
     with_lease = run(scenario, Hotswap(LEASE, verify_idle=True))
     assert abs(mttr(with_lease) - mttr(without)) <= LAG
     assert mttr(with_lease) >= CLEARED
@@ -191,7 +192,7 @@ def test_the_lease_signal_gains_nothing_while_the_restart_waits_for_the_force_de
 def test_the_lease_signal_on_a_random_trace_hides_no_action() -> None:
     cfg, trace = day_of_random_failures()
     scenario = stack_scenario(cfg, trace=trace, end=86400.0, seed=11)
-    without = run(scenario, Hotswap(verify_idle=True))
+    without = run(scenario, Hotswap(S, verify_idle=True))
     with_lease = run(scenario, Hotswap(LEASE, verify_idle=True))
     assert with_lease.summary.mttr_s and len(with_lease.summary.mttr_s) == len(without.summary.mttr_s)
     assert with_lease.summary.mttr_p50_s >= FLOOR

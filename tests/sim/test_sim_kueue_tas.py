@@ -6,11 +6,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tpu_platform.sim.failures import CHIP_ERROR, HOST_DEATH
-from tpu_platform.sim.infra import Failure
 from tpu_platform.sim.kueue_tas import KueueTas
 from tpu_platform.sim.params import Timings
 from tpu_platform.sim.run import Result, make_policy, run
 from tpu_platform.sim.scenarios import seed_scenario
+from tpu_platform.sim.traces import Failure
 
 from .test_sim_upstream import FAIL_AT, HIGH, episode, high_pool, hit
 

@@ -11,10 +11,10 @@ from dataclasses import replace
 
 from tpu_platform.hotswap.core import constants as k
 from tpu_platform.sim.failures import MAINTENANCE
-from tpu_platform.sim.infra import Failure
 from tpu_platform.sim.policies import Baseline, Hotswap
 from tpu_platform.sim.run import Scenario, Simulation, run, stack_scenario
 from tpu_platform.sim.scenarios import seed_jobsets, seed_stack
+from tpu_platform.sim.traces import Failure
 
 WINDOW = 20_000.0
 

@@ -6,13 +6,13 @@ import math
 
 import pytest
 
-from tpu_platform.sim.infra import Failure
 from tpu_platform.sim.metrics import percentile
 from tpu_platform.sim.model import CAUSE_FAILURE, WorkloadSpec
 from tpu_platform.sim.params import Timings
 from tpu_platform.sim.policies import Baseline, Hotswap
 from tpu_platform.sim.run import Result, run, stack_scenario
 from tpu_platform.sim.scenarios import HIGH, LOW, seed_stack
+from tpu_platform.sim.traces import Failure
 
 T = Timings()
 

@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 from tpu_platform import catalog
 from tpu_platform.queueplan import FlavorQuota, QueuePlan, QuotaNode, QuotaTree, TreeUsage
 from tpu_platform.sim.failures import KINDS, KUBELET_RESTART
-from tpu_platform.sim.infra import Failure
 from tpu_platform.sim.kueue import ClusterQueue, Kueue, QueueSetup
 from tpu_platform.sim.run import Result, Simulation, make_policy, stack_scenario
 from tpu_platform.sim.scenarios import seed_jobsets, seed_stack
+from tpu_platform.sim.traces import Failure
 
 SLICES = 3
 NODES = [f"seed-4x4-{p}-n{i}" for p in range(SLICES) for i in range(4)]

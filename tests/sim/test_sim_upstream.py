@@ -20,11 +20,12 @@ from tpu_platform.sim.failures import (
     MASS_EVENT,
     SPOT_PREEMPTION,
 )
-from tpu_platform.sim.infra import UNSCHEDULABLE_TAINT, Failure, mass_trace, pool_trace
+from tpu_platform.sim.infra import UNSCHEDULABLE_TAINT
 from tpu_platform.sim.params import Timings, floor_seconds
 from tpu_platform.sim.policies import Hotswap
 from tpu_platform.sim.run import Result, Scenario, make_policy, run, stack_timings
 from tpu_platform.sim.scenarios import seed_scenario
+from tpu_platform.sim.traces import Failure, mass_trace, pool_trace
 from tpu_platform.sim.versions import kubernetes_minor, node_monitor_grace_s
 from tpu_platform.sim.workload import pools_from_stack
 
@@ -138,7 +139,9 @@ def test_gke_repairs_the_whole_slice_either_way_sources_disagree_on_the_node_obj
     """GKE recreates a multi-host TPU slice as a unit (GKE "About TPUs in GKE"). Whether the Node
     objects are deleted and new ones register, or the same ones go Ready again, is not documented;
     both are modelled. Either way the slice is usable again after the repair."""
-    timings = replace(T, repair_replaces_nodes=replaces)
+    timings = replace(
+        T, repair_replaces_nodes=replaces, hung_guest_fraction=0.0, compute_restart_fraction=0.0
+    )
     scenario = seed_scenario(spare=False, timings=timings, after=4000.0)
     pool = high_pool("recipe", scenario)
     uids = {

@@ -5,7 +5,8 @@ own settings loader, so a typo fails ``pulumi up`` instead of crash-looping the 
 ``settings.optOutNamespaces`` is the per-team grant to refuse preemption (``preemptible: "false"``):
 only namespaces of the stack's teams are accepted.
 
-``computeCorroboration`` turns on the controller's Compute Engine corroboration of suspect nodes and
+``computeCorroboration`` (on by default) turns on the controller's Compute Engine corroboration of
+suspect nodes, the only evidence on which it force-deletes a silent node's pods by default, and
 creates what its reads need (a Google service account with a custom role of ``compute.instances.get``
 and ``compute.zoneOperations.list``, bound to the controller's Kubernetes service account through
 Workload Identity); it is the only way to turn the setting on, so the permission and its use come
@@ -83,9 +84,11 @@ class HotswapConfig(StackModel):
     pod_monitoring: bool = Field(True, description="Create a PodMonitoring for Managed Prometheus.")
     resources: ControllerResources = ControllerResources()
     compute_corroboration: bool = Field(
-        False,
-        description="Confirm suspect nodes with Compute Engine before an early force-delete; creates the "
-        "Google service account, its read-only custom role and the Workload Identity binding.",
+        True,
+        description="Confirm suspect nodes with Compute Engine before any force-delete; creates the "
+        "Google service account, its read-only custom role and the Workload Identity binding. Off: the "
+        "controller never force-deletes a pod on a silent node (unless settings.forceDeleteUnconfirmed), "
+        "so BlockingRecreate JobSets wait for GKE's repair after a host death.",
     )
     settings: dict[str, Any] = Field(default_factory=dict)
 

@@ -145,8 +145,9 @@ def node_lease_role_rules(settings: Mapping[str, Any] | None) -> list[dict[str, 
 
 
 def default_config() -> dict[str, Any]:
-    """The full config document with every default (decision settings + ``runtime``)."""
-    return {**Settings().to_dict(), "runtime": RuntimeConfig().to_dict()}
+    """The full config document with every default (decision settings + ``runtime``), optional
+    runtime fields left out (``RuntimeConfig.rendered``)."""
+    return {**Settings().to_dict(), "runtime": RuntimeConfig().rendered()}
 
 
 def config_document(
@@ -157,7 +158,7 @@ def config_document(
     doc.update(settings or {})
     doc["runtime"] = {**doc["runtime"], **(runtime or {})}
     cfg = config_from_mapping(doc)
-    return {**cfg.settings.to_dict(), "runtime": cfg.runtime.to_dict()}
+    return {**cfg.settings.to_dict(), "runtime": cfg.runtime.rendered()}
 
 
 def config_yaml(settings: Mapping[str, Any] | None = None, runtime: Mapping[str, Any] | None = None) -> str:

@@ -19,10 +19,10 @@ from dataclasses import dataclass, replace
 from tpu_platform.hotswap.core import constants as k
 from tpu_platform.plan.stacks import STACKS_DIR, load_stack_config, parse_stack_config, stack_file
 from tpu_platform.sim.failures import CHIP_ERROR, HOST_DEATH, KUBELET_RESTART, MAINTENANCE
-from tpu_platform.sim.infra import Failure
 from tpu_platform.sim.model import RECREATE, RUNNING, SimPod, WorkloadSpec
 from tpu_platform.sim.params import Timings
 from tpu_platform.sim.run import Simulation, make_policy, stack_scenario
+from tpu_platform.sim.traces import Failure
 
 PROBE_S = 0.1
 """How often the probe reads the simulated cluster (the live tier polls the API server)."""
@@ -140,8 +140,10 @@ HIGH_KEY = HIGH.key
 def live_like_timings(base: Timings, *, pod_startup_s: float, tas_toleration_s: float) -> Timings:
     """The simulator's timings with what the live tier sets itself: the pods' start-up (kwok), their
     1 s grace, the trainers answering a checkpoint request at once (the live test answers it), the
-    notice 420 s ahead, and the ``kueue_tas`` tolerations of the run; and NotReady from the last
-    renewal the node lifecycle controller saw, as kube-controller-manager counts it."""
+    notice 420 s ahead, and the ``kueue_tas`` tolerations of the run; its Compute Engine double
+    (``tests/live/cluster/compute_double.py``), which reads a killed VM TERMINATED at once and never
+    fails, hangs or restarts one; and NotReady from the last renewal the node lifecycle controller
+    saw, as kube-controller-manager counts it."""
     return replace(
         base,
         pod_startup_s=pod_startup_s,
@@ -153,6 +155,10 @@ def live_like_timings(base: Timings, *, pod_startup_s: float, tas_toleration_s: 
         checkpoint_never_answers=0.0,
         checkpoint_answer_min_s=0.0,
         checkpoint_answer_max_s=0.0,
+        compute_status_lag_s=0.0,
+        compute_api_error_rate=0.0,
+        hung_guest_fraction=0.0,
+        compute_restart_fraction=0.0,
     )
 
 

@@ -9,8 +9,9 @@ signals stay unconfirmed, which is what keeps the early force-delete fenced.
 
 Statuses as documented for ``Instance.status``
 (https://cloud.google.com/compute/docs/reference/rest/v1/instances): a VM whose host failed is
-``TERMINATED`` ("stopped ... by underlying failure") until it is repaired; the simulator does not
-model the restart onto another host, which would only add ``STAGING``/``RUNNING`` after it.
+``TERMINATED`` ("stopped ... by underlying failure") until it is repaired or Compute Engine restarts
+it on another host (RUNNING again, with the ``compute.instances.hostError`` operation on record); a
+hung guest reads RUNNING throughout (``tpu_platform.sim.host_fates``).
 """
 
 from __future__ import annotations
@@ -67,8 +68,13 @@ class ComputeApi:
             self.attempted[node.name] = (now, True)
             return self.last.get(node.name)
         self.attempted[node.name] = (now, False)
+        lag = self.t.compute_status_lag_s
         down = node.vm_down_at
-        stopped = not node.vm_running and down is not None and sent - down >= self.t.compute_status_lag_s
-        answer = Instance(status="TERMINATED" if stopped else "RUNNING", observed=sent)
+        stopped = not node.vm_running and down is not None and sent - down >= lag
+        err = node.host_error_at
+        host_error = err if err is not None and sent - err >= lag else None
+        answer = Instance(
+            status="TERMINATED" if stopped else "RUNNING", observed=sent, host_error_at=host_error
+        )
         self.last[node.name] = answer
         return answer

@@ -28,9 +28,8 @@ for the same trace.
 
 from __future__ import annotations
 
-import math
 import random
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from tpu_platform.hotswap.core import Condition, Taint
@@ -40,107 +39,22 @@ from tpu_platform.sim.cluster import Cluster
 from tpu_platform.sim.failures import (
     CHIP_ERROR,
     HOST_DEATH,
-    KINDS,
     KUBELET_RESTART,
     MAINTENANCE,
     MASS_EVENT,
     SPOT_PREEMPTION,
     WORKLOAD_CRASH,
 )
+from tpu_platform.sim.host_fates import HUNG, RESTARTED, STOPPED, host_fate
 from tpu_platform.sim.model import CAUSE_FAILURE, Pool, SimNode, SimPod, Workload
-from tpu_platform.sim.params import Timings
+from tpu_platform.sim.node_lifecycle import not_ready_after
+from tpu_platform.sim.traces import Failure
 
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 SPOT_POD_GRACE_S = 15.0
 """GKE "Spot VMs": on a preemption notice the kubelet's graceful node shutdown gives non-system pods up
 to 15 s, then the VM is shut down 30 s after the notice."""
 """What the node lifecycle controller adds to a cordoned node (TaintNodesByCondition)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Failure:
-    """One incident at ``at`` on ``node`` (for maintenance and Spot: on that node's whole slice)."""
-
-    at: float
-    node: str
-    """Node name; empty: decided when it fires (see ``Infra``'s ``target``)."""
-    back_after: float | None = None
-    """A reboot or a kubelet restart: the kubelet returns after this long. None: the node stays dead
-    until GKE repairs the slice."""
-    kind: str = HOST_DEATH
-
-    def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise ValueError(f"failure at {self.at}s: unknown kind {self.kind!r}; known: {', '.join(KINDS)}")
-        if self.kind == KUBELET_RESTART and self.back_after is None:
-            raise ValueError(f"failure at {self.at}s: a kubelet restart needs back_after (how long it takes)")
-
-
-def random_trace(
-    pools: Sequence[Pool],
-    *,
-    seed: int,
-    start: float,
-    end: float,
-    node_mtbf_s: float,
-    transient_fraction: float = 0.0,
-    reboot_s: tuple[float, float] = (60.0, 300.0),
-    kind: str = HOST_DEATH,
-) -> list[Failure]:
-    """Incidents of one ``kind`` as a Poisson process per node (rate 1/MTBF), in time order; same seed,
-    same trace. Kubelet restarts take 5-90 s (chosen); ``transient_fraction`` of host deaths are reboots."""
-    rng = random.Random(f"trace:{seed}" if kind == HOST_DEATH else f"trace:{seed}:{kind}")
-    out: list[Failure] = []
-    for pool in pools:
-        for i in range(pool.size):
-            t = start
-            while True:
-                t += rng.expovariate(1.0 / node_mtbf_s)
-                if t >= end:
-                    break
-                back: float | None = None
-                if kind == KUBELET_RESTART:
-                    back = rng.uniform(5.0, 90.0)
-                elif kind in (HOST_DEATH, MASS_EVENT):
-                    back = rng.uniform(*reboot_s) if rng.random() < transient_fraction else None
-                out.append(Failure(round(t, 3), f"{pool.name}-n{i}", back, kind))
-    out.sort(key=lambda f: (f.at, f.node))
-    return out
-
-
-def pool_trace(
-    pools: Sequence[Pool], *, seed: int, start: float, end: float, mean_s: float, kind: str
-) -> list[Failure]:
-    """Slice-level incidents (maintenance, Spot preemption) as a Poisson process per pool."""
-    rng = random.Random(f"trace:{seed}:{kind}")
-    out: list[Failure] = []
-    for pool in pools:
-        t = start
-        while True:
-            t += rng.expovariate(1.0 / mean_s)
-            if t >= end:
-                break
-            out.append(Failure(round(t, 3), f"{pool.name}-n0", None, kind))
-    out.sort(key=lambda f: (f.at, f.node))
-    return out
-
-
-def mass_trace(
-    pools: Sequence[Pool], *, seed: int, start: float, end: float, mean_s: float, slices: int = 3
-) -> list[Failure]:
-    """Mass events every ``mean_s`` on average: one host in each of ``slices`` distinct pools dies at once."""
-    rng = random.Random(f"trace:{seed}:{MASS_EVENT}")
-    out: list[Failure] = []
-    t = start
-    while True:
-        t += rng.expovariate(1.0 / mean_s)
-        if t >= end:
-            break
-        for pool in rng.sample(list(pools), min(slices, len(pools))):
-            node = f"{pool.name}-n{rng.randrange(pool.size)}"
-            out.append(Failure(round(t, 3), node, None, MASS_EVENT))
-    out.sort(key=lambda f: (f.at, f.node))
-    return out
 
 
 @dataclass(slots=True)
@@ -152,19 +66,6 @@ class Observer:
     absorbed: Callable[[float, Failure], None] | None = None
     repair: Callable[[str, float, bool], None] | None = None
     """(pool, time, started): called when a repair starts and when its last node is back."""
-
-
-def not_ready_after(now: float, last_renewal: float, t: Timings) -> float:
-    """Seconds from ``now`` until the node lifecycle controller marks a node silent since
-    ``last_renewal`` NotReady. kubernetes v1.34.12 ``pkg/controller/nodelifecycle/
-    node_lifecycle_controller.go``: ``monitorNodeHealth`` runs every ``nodeMonitorPeriod``; a pass
-    that sees a new Lease renewal sets ``probeTimestamp = nc.now()`` (``tryUpdateNodeHealth``), and
-    the first pass after ``probeTimestamp + gracePeriod`` sets Ready=Unknown. So NotReady comes
-    40-55 s after the kubelet falls silent (renewals every 10 s, passes every 5 s, grace 50 s), as
-    the live tier measures (43-54 s over its runs), not always 50 s after it."""
-    period = t.node_monitor_period_s
-    seen = math.ceil(last_renewal / period - 1e-9) * period if period > 0 else last_renewal
-    return max(0.0, seen + t.node_monitor_grace_s - now)
 
 
 class Infra:
@@ -253,8 +154,19 @@ class Infra:
 
     # --- a host dies silently ------------------------------------------------------------------------
     def _kill(self, node: SimNode, *, back_after: float | None, repair: bool = True) -> None:
+        """The kubelet falls silent; what the VM does meanwhile is its fate (``host_fates``): a
+        reboot or a restart by Compute Engine brings the kubelet back without its containers."""
+        fate = (
+            host_fate(self.c.t, self.seed, node.name, self.c.now)
+            if back_after is None and repair
+            else STOPPED
+        )
         inc = self._silence(node)
-        node.vm_running, node.vm_down_at = False, self.c.now
+        if fate != HUNG:
+            node.vm_running, node.vm_down_at = False, self.c.now
+        if fate == RESTARTED:
+            node.host_error_at = self.c.now
+            back_after = self.c.t.compute_restart_s
         node.repair_armed = repair
         self.node_died(node)
         t = self.c.t

@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from tpu_platform.sim.failures import HOST_DEATH
-from tpu_platform.sim.infra import Failure
 from tpu_platform.sim.jobset import RunObserver
 from tpu_platform.sim.model import CAUSE_DONE, SimNode, SimPod, Workload
+from tpu_platform.sim.traces import Failure
 
 
 def percentile(values: Sequence[float], q: float) -> float:

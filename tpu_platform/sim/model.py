@@ -104,6 +104,9 @@ class SimNode:
     in a kubelet restart or a slow host). Force-deleting a pod here is unsafe: two copies could run."""
     vm_down_at: float | None = None
     """When the guest stopped (host death, maintenance, Spot); None while it runs."""
+    host_error_at: float | None = None
+    """When Compute Engine recorded a ``compute.instances.hostError`` for the VM (a host death after
+    which it restarted the VM elsewhere, ``host_fates.RESTARTED``); None if it never did."""
 
     def lease_renewed(self, now: float, every: float) -> float:
         """The node Lease's renewTime at ``now``."""

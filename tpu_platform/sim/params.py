@@ -32,18 +32,19 @@ class Timings:
     node_monitor_period_s: float = 5.0
     """k8s: the node lifecycle controller checks node health this often (kube-controller-manager
     ``--node-monitor-period``, default 5 s); it notices a Lease renewal, and a silence, on a pass."""
-    not_ready_from_last_renewal: bool = False
+    not_ready_from_last_renewal: bool = True
     """k8s, measured: NotReady counts from the last Lease renewal the node lifecycle controller saw
-    (``infra.not_ready_after``: 40-55 s after the silence; the live tier measured 43-54 s), not from
-    the silence. Off (NotReady exactly ``node_monitor_grace_s`` after the silence) in the runs behind
-    the published MTTR tables, which were made before it; ``bench/calibrate.py`` turns it on."""
+    (``node_lifecycle.not_ready_after``: 40-55 s after the silence; the live tier measured 43-54 s),
+    not from the silence. Off: NotReady exactly ``node_monitor_grace_s`` after the silence."""
     toleration_s: float = 300.0
     """k8s: pods on a not-ready/unreachable node are evicted after this (the DefaultTolerationSeconds
     admission plugin adds ``tolerationSeconds: 300``; kubernetes/kubernetes
     ``plugin/pkg/admission/defaulttolerationseconds/admission.go``)."""
-    tas_toleration_s: float = 30.0
-    """chosen: the shorter not-ready/unreachable ``tolerationSeconds`` a user of the ``kueue_tas`` setup
-    puts on the pod template, so taint eviction starts Kueue's node replacement sooner."""
+    tas_toleration_s: float = 0.0
+    """kueue_tas at its strongest documented setup: the pod template's not-ready/unreachable
+    ``tolerationSeconds`` is 0 (Kubernetes "Taints and Tolerations": the pod is evicted as soon as the
+    taint is added), so taint eviction starts Kueue's node replacement at once. ``bench/mttr.py`` also
+    runs the mid setup (30 s, ``KUEUE_TAS_MID``)."""
     auto_repair_after_s: float = 600.0
     """failure-model: GKE auto-repair starts after ~10 min NotReady."""
     repair_s: float = 600.0
@@ -61,9 +62,10 @@ class Timings:
     pod_termination_s: float = 5.0
     """chosen: graceful exit of a pod on a live kubelet. The default grace period is 30 s, but a trainer
     without a SIGTERM handler exits at once; 5 s covers container teardown."""
-    termination_grace_s: float = 30.0
-    """k8s: ``terminationGracePeriodSeconds`` default; a deleted pod's deletionTimestamp is this far
-    after the delete request (what Kueue's FailureRecoveryPolicy counts from)."""
+    termination_grace_s: float = 1.0
+    """kueue_tas at its strongest: the pod template's ``terminationGracePeriodSeconds`` (1 s; the
+    Kubernetes default is 30 s, the mid setup's). A deleted pod's deletionTimestamp is this far after
+    the delete request, which is what Kueue's FailureRecoveryPolicy counts from."""
     frp_forceful_s: float = 60.0
     """kueue: FailureRecoveryPolicy force-fails and deletes a terminating pod on an unreachable node this
     long after its deletionTimestamp (``pkg/controller/failurerecovery/pod_termination_controller.go``,
@@ -131,6 +133,18 @@ class Timings:
     """chosen (not published): after a host dies silently, Compute Engine's ``instances.get`` reports
     the VM as not running (TERMINATED, REPAIRING) this long after the death. The benchmark's ablation
     also runs it longer."""
+    hung_guest_fraction: float = 0.1
+    """chosen: share of silent host deaths where the guest hangs on a VM Compute Engine keeps reporting
+    RUNNING (a kernel hang, stuck storage): nothing confirms the VM down until GKE auto-repair
+    recreates it, and its pods may resume if the guest does, so force-deleting them is unsafe."""
+    compute_restart_fraction: float = 0.3
+    """chosen: share of the other silent host deaths after which Compute Engine restarts the VM on a
+    healthy host ("About host events": a host error restarts a VM whose availability policy allows
+    it): it reads TERMINATED until ``compute_restart_s``, RUNNING after, with a
+    ``compute.instances.hostError`` operation from the death on; its kubelet registers again and the
+    containers that ran are gone."""
+    compute_restart_s: float = 90.0
+    """chosen: from a host error to the restarted VM RUNNING with its kubelet back."""
     compute_api_latency_s: float = 0.5
     """chosen: one ``instances.get`` round trip; the answer describes the VM as it was when sent."""
     compute_reread_s: float = 5.0
@@ -145,7 +159,9 @@ class Timings:
     failed read confirms nothing and is retried at the next reconcile."""
     checkpoint_never_answers: float = 0.1
     """chosen: share of checkpoint requests (maintenance-aware moves) a workload never answers, as one
-    that does not implement the protocol; it is moved at the deadline without a fresh checkpoint."""
+    that does not implement the protocol; it is moved at the deadline without a fresh checkpoint. The
+    same share writes no ``last-checkpoint-time`` annotation, so the controller (which reads only
+    that) ranks its victims' lost work without it (``snapshot.annotates_checkpoints``)."""
     checkpoint_answer_min_s: float = 10.0
     """chosen: the fastest a trainer writes the requested checkpoint and answers."""
     checkpoint_answer_max_s: float = 300.0

@@ -13,7 +13,7 @@ from tpu_platform.sim.checkpoints import CheckpointResponder
 from tpu_platform.sim.cluster import Cluster
 from tpu_platform.sim.downtime import Downtime, Tee
 from tpu_platform.sim.engine import Engine
-from tpu_platform.sim.infra import Failure, Infra, Observer
+from tpu_platform.sim.infra import Infra, Observer
 from tpu_platform.sim.jobset import JobSetController
 from tpu_platform.sim.kueue import Kueue, QueueSetup, setup_from_stack
 from tpu_platform.sim.kueue_tas import KueueTas
@@ -22,6 +22,7 @@ from tpu_platform.sim.model import Pool, SimNode, SimPod, Workload, WorkloadSpec
 from tpu_platform.sim.params import Timings
 from tpu_platform.sim.policies import Baseline, ControllerStats, Hotswap, Policy
 from tpu_platform.sim.scheduler import Scheduler
+from tpu_platform.sim.traces import Failure
 from tpu_platform.sim.versions import node_monitor_grace_s, stack_minor
 from tpu_platform.sim.workload import MixOptions, Successor, mix_from_stack, pools_from_stack
 
@@ -67,11 +68,9 @@ class Result:
 
 
 def stack_settings(cfg: PlatformConfig) -> Settings:
-    """The controller settings the stack deploys (its ``hotswap.settings``), else the defaults."""
-    section = getattr(cfg, "hotswap", None)
-    if section is None or not getattr(section, "settings", None):
-        return Settings()
-    return settings_from_mapping(section.controller_settings())
+    """The controller settings the stack deploys: its ``hotswap.settings`` and corroboration switch
+    (on unless the stack turns it off), over the controller's defaults."""
+    return settings_from_mapping(cfg.hotswap.controller_settings())
 
 
 def stack_timings(cfg: PlatformConfig) -> Timings:

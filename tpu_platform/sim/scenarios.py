@@ -6,13 +6,14 @@ Used by the tests and handy for trying a timing change: ``compare(seed_scenario(
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from tpu_platform.config import PlatformConfig, parse_platform
-from tpu_platform.sim.infra import Failure
 from tpu_platform.sim.model import BLOCKING, WorkloadSpec
 from tpu_platform.sim.params import Timings
-from tpu_platform.sim.run import Scenario, stack_scenario
+from tpu_platform.sim.run import Scenario, stack_scenario, stack_timings
+from tpu_platform.sim.traces import Failure
 
 HIGH = "high-priority-job"
 LOW = "low-priority-job"
@@ -89,7 +90,8 @@ def seed_scenario(
     seed: int = 0,
 ) -> Scenario:
     """High and low JobSets on as many 4x4 slices as they need (plus one spare if ``spare``); a node under
-    the high-priority JobSet fails at ``fail_at`` (and reboots after ``reboot_after``, if given)."""
+    the high-priority JobSet fails at ``fail_at`` (and reboots after ``reboot_after``, if given). Its
+    VM stays down until repair (``host_fates.STOPPED``) unless ``timings`` give the other fates a share."""
     policy = "PreemptLowerPriority" if scheduler_preemption else "Never"
     jobsets = seed_jobsets(
         restart_strategy=restart_strategy,
@@ -98,6 +100,8 @@ def seed_scenario(
         low_checkpoints=low_checkpoints,
     )
     cfg = seed_stack(len(jobsets) + (1 if spare else 0), preemption_policy=policy)
+    if timings is None:
+        timings = replace(stack_timings(cfg), hung_guest_fraction=0.0, compute_restart_fraction=0.0)
     return stack_scenario(
         cfg,
         trace=(Failure(fail_at, "", back_after=reboot_after),),

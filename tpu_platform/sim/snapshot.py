@@ -5,6 +5,7 @@ actions applied as the API server would.
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import replace
@@ -34,6 +35,7 @@ from tpu_platform.sim.checkpoints import CAUSE_MOVE, answered_before
 from tpu_platform.sim.cluster import Cluster
 from tpu_platform.sim.compute import ComputeApi
 from tpu_platform.sim.model import CAUSE_CONTROLLER, CAUSE_FAILURE, SimNode, SimPod, Workload
+from tpu_platform.sim.params import Timings
 
 CheckpointClock = Callable[[Workload, float], "float | None"]
 
@@ -70,7 +72,15 @@ def core_pod(pod: SimPod) -> Pod:
     return pod.core
 
 
-def core_jobset(w: Workload, now: float, last_checkpoint: float | None) -> JobSet:
+def annotates_checkpoints(w: Workload, t: Timings, seed: int) -> bool:
+    """Whether the workload writes ``last-checkpoint-time`` and ``checkpoint-interval-seconds`` on its
+    JobSet, the only way the adapter learns either (``adapter/convert.py``, ``_checkpoint``). A
+    workload that does not implement the checkpoint protocol (``Timings.checkpoint_never_answers``,
+    the same share) writes neither, so the controller estimates its lost work without them."""
+    return random.Random(f"annotates:{seed}:{w.key}").random() >= t.checkpoint_never_answers
+
+
+def core_jobset(w: Workload, now: float, last_checkpoint: float | None, *, annotates: bool = True) -> JobSet:
     labels = {k.OPT_IN_LABEL: k.OPT_IN_VALUE} if w.spec.managed else {}
     annotations = {k.EXCLUSIVE_TOPOLOGY_ANNOTATION: k.NODEPOOL_LABEL, **w.annotations}
     if not w.spec.preemptible:
@@ -96,8 +106,8 @@ def core_jobset(w: Workload, now: float, last_checkpoint: float | None) -> JobSe
         finished=w.state in ("done", "failed"),
         created=w.created,
         running_since=running_since,
-        last_checkpoint=last_checkpoint,
-        checkpoint_interval=w.spec.checkpoint_s,
+        last_checkpoint=last_checkpoint if annotates else None,
+        checkpoint_interval=w.spec.checkpoint_s if annotates else None,
     )
 
 
@@ -115,8 +125,10 @@ class SnapshotBuilder:
         leases: bool = False,
         compute: ComputeApi | None = None,
         settings: Settings | None = None,
+        seed: int = 0,
     ) -> None:
         self.c = cluster
+        self.seed = seed
         self.last_checkpoint = last_checkpoint
         self.leases = leases
         self.compute = compute
@@ -160,7 +172,9 @@ class SnapshotBuilder:
             pools=self.pools,
             nodes=tuple(self._node(n, now) for n in c.nodes.values()),
             jobsets=tuple(
-                core_jobset(w, now, self.last_checkpoint(w, now))
+                core_jobset(
+                    w, now, self.last_checkpoint(w, now), annotates=annotates_checkpoints(w, c.t, self.seed)
+                )
                 for w in c.workloads.values()
                 if w.state in ("queued", "admitted")
             ),

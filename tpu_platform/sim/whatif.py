@@ -92,11 +92,11 @@ def run(args: argparse.Namespace) -> int:
     from tpu_platform.hotswap.core import SettingsError
     from tpu_platform.plan.stacks import STACKS_DIR, load_stack_config, parse_stack_config, stack_file
     from tpu_platform.sim.failures import HOST_DEATH
-    from tpu_platform.sim.infra import Failure
     from tpu_platform.sim.model import PREEMPTIONS
     from tpu_platform.sim.params import floor_seconds, restart_seconds
     from tpu_platform.sim.run import POLICIES, compare_all, stack_scenario
     from tpu_platform.sim.timeline import draw, windows_for
+    from tpu_platform.sim.traces import Failure
     from tpu_platform.sim.workload import load_workload_file
     from tpu_platform.terminal import Progress
 

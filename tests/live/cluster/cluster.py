@@ -1,10 +1,12 @@
 """The live tier's cluster: a control plane and kwok for the session, a stack's platform on top per test.
 
-``LiveCluster`` starts etcd, the three Kubernetes servers and kwok once. ``install(stack)`` brings
-up one stack's cluster as its plan renders it: the TPU node pools as kwok nodes, JobSet and Kueue
-from their charts with the stack's values (so Kueue runs the stack's own Configuration), and the
-GMP CRDs GKE serves with Managed Prometheus. ``uninstall()`` takes all of it away again, webhooks
-first, so the next stack starts from an empty cluster without a restart of the control plane.
+``LiveCluster`` starts etcd, the three Kubernetes servers, kwok and the Compute Engine double
+(``compute_double``: the VMs behind the nodes, for the controller's corroboration reads) once.
+``install(stack)`` brings up one stack's cluster as its plan renders it: the TPU node pools as kwok
+nodes, JobSet and Kueue from their charts with the stack's values (so Kueue runs the stack's own
+Configuration), and the GMP CRDs GKE serves with Managed Prometheus. ``uninstall()`` takes all of it
+away again, webhooks first, so the next stack starts from an empty cluster without a restart of the
+control plane.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from tpu_platform.hotswap.core import constants as hotswap_k
 
 from . import addons, binaries, kwok, nodes, rendered
 from .charts import SHARED
+from .compute_double import ComputeDouble
 from .controlplane import ControlPlane
 from .kube import ApiError, Kube, wait_for
 from .process import Process
@@ -61,6 +64,7 @@ class LiveCluster:
         self.cp = ControlPlane(self.paths, workdir, controller_manager_flags)
         self.kube: Kube | None = None
         self.kwok: Process | None = None
+        self.compute = ComputeDouble()
         self.current: Installed | None = None
         self.timings: dict[str, float] = {}
 
@@ -71,6 +75,7 @@ class LiveCluster:
     def start(self) -> LiveCluster:
         started = time.monotonic()
         try:
+            self.compute.start()
             self.cp.start()
             self.kube = Kube(self.cp.admin_kubeconfig)
             self.kwok = kwok.start_kwok(self.cp, self.paths["kwok"])
@@ -91,6 +96,7 @@ class LiveCluster:
         if self.kube is not None:
             self.kube.close()
         self.cp.stop()
+        self.compute.stop()
 
     # one stack at a time -------------------------------------------------------------------
     def install(
@@ -107,6 +113,7 @@ class LiveCluster:
         pools = [p for p in nodes.pools_from_plan(plan) if _pool_in_cluster(plan, p, provider)]
         installed = Installed(stack, provider, plan, pools)
         self.current = installed
+        self.compute.reset()  # new nodes, new VMs: all RUNNING
         for pool in pools:
             for node in nodes.node_objects(pool):
                 self.admin.create(node)

@@ -6,14 +6,23 @@ and the plan's Deployment). Here the same module runs from this checkout with th
 as its config file and a kubeconfig holding a TokenRequest token of the plan's ServiceAccount, so
 every call it makes is authorized by the plan's Roles and judged by the plan's admission policies,
 exactly as in the cluster, and never by an admin credential.
+
+Compute Engine is the live cluster's double (``compute_double``): the config's
+``runtime.compute_endpoint`` names it, as a Private Service Connect endpoint would be named, and
+``GCE_METADATA_HOST``/``GCE_METADATA_IP`` make it the metadata server google.auth mints the
+Application Default Credentials from, as the GKE metadata server does for Workload Identity.
 """
 
 from __future__ import annotations
 
 import sys
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 from .addons import service_account_token
 from .cluster import LiveCluster
@@ -27,6 +36,18 @@ class Controller:
     service_account: str
     kubeconfig: Path
     metrics_url: str
+
+    def metric(self, name: str, labels: dict[str, str] | None = None) -> float:
+        """A sample of the controller's /metrics (0 if absent), as Prometheus would scrape it."""
+        with urllib.request.urlopen(self.metrics_url, timeout=5) as response:
+            text = response.read().decode()
+        want = labels or {}
+        return sum(
+            sample.value
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples
+            if sample.name == name and all(sample.labels.get(k) == v for k, v in want.items())
+        )
 
 
 def _planned(plan: dict[str, Any], kind: str, name_contains: str = "") -> list[dict[str, Any]]:
@@ -63,10 +84,12 @@ def start_controller(
     workdir = live.workdir / identity
     workdir.mkdir(parents=True, exist_ok=True)
     config_path = workdir / "config.yaml"
-    # As in the pod, but its ports on loopback (the flags below choose free ones).
-    config_path.write_text(
-        config_map["data"]["config.yaml"].replace("bind_address: 0.0.0.0", "bind_address: 127.0.0.1")
-    )
+    config = yaml.safe_load(config_map["data"]["config.yaml"])
+    # As in the pod, but its ports on loopback (the flags below choose free ones) and Compute Engine
+    # at the double.
+    config["runtime"]["bind_address"] = "127.0.0.1"
+    config["runtime"]["compute_endpoint"] = live.compute.url
+    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
     service_account = pod["serviceAccountName"]
     token = service_account_token(live.admin, namespace, service_account)
     kubeconfig = live.cp.token_kubeconfig(identity, token)
@@ -77,6 +100,9 @@ def start_controller(
         "POD_NAME": identity,
         "POD_NAMESPACE": namespace,
         **{e["name"]: e["value"] for e in container.get("env", []) if "value" in e},
+        **live.compute.env(),
+        # No gcloud credentials of the machine running the tier: ADC from the metadata server only.
+        "CLOUDSDK_CONFIG": str(workdir / "gcloud"),
     }
     env["HOTSWAP_CONFIG"] = str(config_path)  # the ConfigMap's mount path, here a file
     argv = [

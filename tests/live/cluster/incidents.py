@@ -5,8 +5,9 @@ from two teams' 1-slice JobSets Running (``two_teams``), then one incident hits 
 high-priority JobSet:
 
 - *silent host death*: kwok stops the node's Lease and status (``LiveCluster.silence``), as a VM
-  that dies without a word;
-- *kubelet restart*: the same silence for a set time, then the heartbeats again;
+  that dies without a word, and Compute Engine (the double) reports the VM TERMINATED;
+- *kubelet restart*: the same silence for a set time, then the heartbeats again, the VM RUNNING
+  throughout;
 - *chip error*: two of the slice's pods (the host with the bad chip and the runtime's coordinator)
   exit with the TPU runtime's error in their termination message, through kwok's own chaos Stage;
 - *maintenance notice*: GKE's ``cloud.google.com/scheduled-maintenance-time`` label on every node
@@ -97,14 +98,26 @@ def two_teams(kube: Kube, jobset: JobSetFactory) -> TwoTeams:
     return TwoTeams(broken, spare)
 
 
-def silent_host_death(live: LiveCluster, node: str, watch: w.Stopwatch) -> None:
+def provider_id(kube: Kube, node: str) -> str:
+    """The node's ``spec.providerID``: the VM behind it, ``gce://PROJECT/ZONE/INSTANCE``."""
+    return str(kube.get("v1", "Node", node)["spec"]["providerID"])
+
+
+def kubelet_silence(live: LiveCluster, node: str, watch: w.Stopwatch) -> None:
+    """No more Lease renewals or status from the node, until it is NotReady; its VM keeps running."""
     live.silence(node, True)
     watch.wait("node NotReady", lambda: ready(live.admin, node) != "True", 120)
 
 
+def silent_host_death(live: LiveCluster, node: str, watch: w.Stopwatch, status_lag_s: float = 0.0) -> None:
+    """The VM stops (TERMINATED in Compute Engine ``status_lag_s`` later) and its kubelet with it."""
+    live.compute.set_status(provider_id(live.admin, node), "TERMINATED", lag_s=status_lag_s)
+    kubelet_silence(live, node, watch)
+
+
 def kubelet_restart(live: LiveCluster, node: str, seconds: float, watch: w.Stopwatch) -> None:
     """Silent for ``seconds`` from the watch's start, then heartbeats again until the node is Ready."""
-    silent_host_death(live, node, watch)
+    kubelet_silence(live, node, watch)
     back_after(live, node, seconds, watch)
 
 
@@ -148,7 +161,8 @@ def maintenance_notice(kube: Kube, pool: str, lead_s: int) -> int:
 
 
 def heal(live: LiveCluster) -> None:
-    """Every installed node managed by kwok again, without a maintenance notice; until all are Ready."""
+    """Every installed node managed by kwok again, its VM RUNNING (a dead one repaired), without a
+    maintenance notice; until all are Ready."""
     installed = live.current
     assert installed is not None, "install a stack first"
     names = [n for p in installed.pools for n in p.node_names()]
@@ -156,6 +170,7 @@ def heal(live: LiveCluster) -> None:
         node = live.admin.get("v1", "Node", name)
         meta = node["metadata"]
         if (meta.get("annotations") or {}).get(KWOK_ANNOTATION) != MANAGED:
+            live.compute.set_status(node["spec"]["providerID"], "RUNNING")
             live.silence(name, False)
         if MAINTENANCE_LABEL in (meta.get("labels") or {}):
             live.admin.patch("v1", "Node", name, {"metadata": {"labels": {MAINTENANCE_LABEL: None}}})

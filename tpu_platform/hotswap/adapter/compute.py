@@ -186,11 +186,22 @@ class InstanceReader:
             self.errors[kind] = self.errors.get(kind, 0) + 1
 
 
-def google_reader(clock: Callable[[], float], observe: ReadObserver | None = None) -> InstanceReader:
+def google_reader(
+    clock: Callable[[], float], observe: ReadObserver | None = None, *, endpoint: str = ""
+) -> InstanceReader:
     """The reader over Google's clients, with Application Default Credentials (Workload Identity in
-    the cluster: the KSA annotated with ``iam.gke.io/gcp-service-account``)."""
+    the cluster: the KSA annotated with ``iam.gke.io/gcp-service-account``).
+
+    ``endpoint`` (``runtime.compute_endpoint``, validated there) replaces Google's default for both
+    clients: a set ``client_options.api_endpoint`` is used as is (``compute_v1/services/instances/
+    client.py``, ``_get_api_endpoint``: ``if api_override is not None: api_endpoint = api_override``),
+    its ``http://`` or ``https://`` prefix the REST transport's scheme (``transports/rest_base.py``)."""
     from google.cloud import compute_v1
 
+    options = {"api_endpoint": endpoint} if endpoint else None
     return InstanceReader(
-        compute_v1.InstancesClient(), compute_v1.ZoneOperationsClient(), clock, observe=observe
+        compute_v1.InstancesClient(client_options=options),
+        compute_v1.ZoneOperationsClient(client_options=options),
+        clock,
+        observe=observe,
     )

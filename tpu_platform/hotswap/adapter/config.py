@@ -11,7 +11,9 @@ Example (what the Pulumi component renders into the ConfigMap)::
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -22,6 +24,17 @@ from tpu_platform.hotswap.core.settings import Settings, SettingsError, settings
 DEFAULT_CONFIG_PATH = "/etc/hotswap/config.yaml"
 CONFIG_ENV = "HOTSWAP_CONFIG"
 DEFAULT_LEASE_NAMESPACE = "tpu-hotswap"
+RENDER_WHEN_SET = "when_set"
+"""Field metadata ``render``: the field is left out of a rendered config while at its default."""
+_ENDPOINT = re.compile(
+    r"^(?:(https?)://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?)(?::([0-9]{1,5}))?$"
+)
+"""``[http[s]://]host[:port]``: google-cloud-compute 1.48.0 reads a lowercase ``http://`` or
+``https://`` prefix as the scheme and prepends ``https://`` to anything else
+(``compute_v1/services/instances/transports/rest_base.py``, ``_BaseInstancesRestTransport.__init__``:
+``re.match("^(?P<scheme>http(?:s)?://)?(?P<host>.*)$", host)``), then sends ``f"{host}{uri}"`` with
+``uri`` starting ``/compute/v1/`` (``rest.py``, ``_get_response``), so a path, query or other scheme
+would be sent as part of every URL."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +94,17 @@ class RuntimeConfig:
         default=4,
         metadata={"doc": "Compute Engine reads in flight at once (threads of the reader pool), >= 1."},
     )
+    compute_endpoint: str = field(
+        default="",
+        metadata={
+            "doc": "With compute_corroboration: the Compute Engine API endpoint, ``[https://]host[:port]`` "
+            "(a Private Service Connect endpoint, https://cloud.google.com/vpc/docs/"
+            "configure-private-service-connect-apis); empty: the client library's default, "
+            "https://compute.googleapis.com. ``http://`` only to a loopback address: the requests carry "
+            "an OAuth bearer token.",
+            "render": RENDER_WHEN_SET,
+        },
+    )
     compute_max_reads_per_minute: int = field(
         default=120,
         metadata={
@@ -121,12 +145,49 @@ class RuntimeConfig:
         for port in ("metrics_port", "health_port"):
             if not 0 <= getattr(self, port) <= 65535:
                 raise SettingsError(f"runtime.{port}", f"not a port: {getattr(self, port)}")
+        if self.compute_endpoint:
+            _check_endpoint(self.compute_endpoint)
 
     def effective_lease_namespace(self) -> str:
         return self.lease_namespace or os.environ.get("POD_NAMESPACE", "") or DEFAULT_LEASE_NAMESPACE
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def rendered(self) -> dict[str, Any]:
+        """What a ConfigMap holds: every field, but those marked render-when-set only when set, so a
+        new optional field leaves every existing stack's config (and its hash on the pods) as it was."""
+        return {
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if f.metadata.get("render") != RENDER_WHEN_SET or getattr(self, f.name) != f.default
+        }
+
+
+def _check_endpoint(value: str) -> None:
+    m = _ENDPOINT.fullmatch(value)
+    if m is None:
+        raise SettingsError(
+            "runtime.compute_endpoint",
+            f"expected [https://]host[:port] (no path, query or credentials), got {value!r}",
+        )
+    scheme, host, port = m.groups()
+    if port is not None and not 1 <= int(port) <= 65535:
+        raise SettingsError("runtime.compute_endpoint", f"not a port: {port} in {value!r}")
+    if scheme == "http" and not _loopback(host):
+        raise SettingsError(
+            "runtime.compute_endpoint",
+            f"http:// only to a loopback address (the requests carry a bearer token), got {value!r}",
+        )
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:  # a host name: only "localhost" is known to resolve to loopback
+        return False
 
 
 def runtime_from_mapping(data: Mapping[str, Any] | None) -> RuntimeConfig:

@@ -291,6 +291,7 @@ def google_evidence(
     deadline_s: float,
     reread_s: float,
     max_reads_per_minute: int,
+    endpoint: str = "",
 ) -> Evidence | None:
     """The evidence cache over Google's client library (Workload Identity credentials in the cluster);
     None, logged, when the client cannot be created (no credentials): the controller then runs the
@@ -301,7 +302,7 @@ def google_evidence(
 
     metrics = ComputeMetrics(registry)
     try:
-        reader = google_reader(clock, observe=metrics.call)
+        reader = google_reader(clock, observe=metrics.call, endpoint=endpoint)
     except DefaultCredentialsError as err:
         log.error(
             "compute_corroboration is on but no Compute Engine client could be created; suspect nodes "

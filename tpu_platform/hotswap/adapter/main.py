@@ -141,6 +141,7 @@ def run(cfg: Config, *, identity: str, kubeconfig: str | None) -> int:
             deadline_s=rt.compute_read_deadline_seconds,
             reread_s=rt.compute_reread_seconds,
             max_reads_per_minute=rt.compute_max_reads_per_minute,
+            endpoint=rt.compute_endpoint,
         )
     controller = Controller(api, cfg, identity=identity, metrics=metrics, leader=leader, evidence=evidence)
     try:

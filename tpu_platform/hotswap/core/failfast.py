@@ -7,8 +7,9 @@ never finish terminating (jobset #576) until GKE repairs the node (~10 min).
 Why force-delete rather than the ``node.kubernetes.io/out-of-service`` taint: that taint makes
 kube-controller-manager force-delete *every* pod on the node (and detach volumes), including workloads
 the controller must not touch, and it has to be removed by hand once the node is back. Force-deleting
-only the managed pods, only on nodes NotReady/unreachable for ``dead_node_confirm_seconds``, is the
-narrower tool.
+only the managed pods, only on nodes whose VM Compute Engine confirms down (or, opted in with
+``force_delete_unconfirmed``, NotReady/unreachable for ``dead_node_confirm_seconds``), is the narrower
+tool.
 """
 
 from __future__ import annotations
@@ -115,10 +116,13 @@ def clear_stuck(
 
 
 def _confirmed(node: Node, settings: Settings, now: float) -> str | None:
-    """Why ``node`` counts as dead: NotReady long enough, or its VM confirmed down by Compute Engine."""
+    """Why ``node`` counts as dead: its VM confirmed down by Compute Engine, or (opted in) NotReady long
+    enough on a VM not known to run."""
     down = confirmed_down(node, settings, now)
     if down is not None:
         return down
+    if not settings.force_delete_unconfirmed:
+        return None
     dead_since = node_dead_since(node)
     if dead_since is None or now - dead_since < settings.dead_node_confirm_seconds:
         return None

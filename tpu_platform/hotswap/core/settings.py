@@ -7,21 +7,12 @@ YAML/JSON back into a validated :class:`Settings`, naming the offending field on
 from __future__ import annotations
 
 import json
-import math
-import re
 from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
 from tpu_platform.hotswap.core import constants as k
-
-
-class SettingsError(ValueError):
-    """A settings value is invalid; ``field`` names it (``""`` for the document as a whole)."""
-
-    def __init__(self, field_name: str, message: str) -> None:
-        self.field = field_name
-        super().__init__(f"settings field {field_name!r}: {message}" if field_name else message)
+from tpu_platform.hotswap.core.setting_values import COERCE, SettingsError
 
 
 def _doc(text: str, kind: str) -> dict[str, str]:
@@ -87,14 +78,27 @@ class Settings:
     dead_node_confirm_seconds: float = field(
         default=30.0,
         metadata=_doc(
-            """A node counts as confirmed dead (its Terminating pods may be force-deleted) after being
-            NotReady/unreachable this long. NotReady already means 40-55 s without kubelet status (50 s
+            """With force_delete_unconfirmed on: a node counts as dead (its Terminating pods may be
+            force-deleted) after being NotReady/unreachable this long without Compute Engine confirming
+            its VM down. NotReady already means 40-55 s without kubelet status (50 s
             node-monitor-grace-period from Kubernetes 1.32, counted from the controller manager's pass
             that saw the last renewal), so the kubelet has been silent 70-85 s; a merely slow node
             stays Ready and is never touched. Nothing
             else clears these pods before GKE repair (~10 min) and BlockingRecreate waits on them
             (jobset #576).""",
             "duration",
+        ),
+    )
+    force_delete_unconfirmed: bool = field(
+        default=False,
+        metadata=_doc(
+            """Opt-in, unfenced: force-delete the Terminating managed pods of a node NotReady for
+            dead_node_confirm_seconds even though Compute Engine has not confirmed its VM down (no
+            corroboration, an API error, or no answer yet). Off by default: a kubelet restart or a hung
+            guest longer than NotReady + dead_node_confirm_seconds would lose pods whose containers
+            still run, and a second copy of a worker would write the same checkpoints (bench/mttr.py
+            counts these as unsafe force deletions). A RUNNING answer vetoes it even when on.""",
+            "bool",
         ),
     )
     preemption_pending_seconds: float = field(
@@ -370,63 +374,10 @@ MIN_WORKLOAD_SIGNAL_REPEATS = 2
 MAX_TPU_ERROR_PATTERNS = 16
 MAX_TPU_ERROR_PATTERN_CHARS = 256
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
-_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
-
-
-def _as_duration(name: str, value: Any) -> float:
-    if isinstance(value, bool):
-        raise SettingsError(name, f"expected a duration in seconds, got {value!r}")
-    if isinstance(value, int | float):
-        seconds = float(value)
-    elif isinstance(value, str) and (m := _DURATION.match(value)):
-        seconds = float(m.group(1)) * _UNIT[m.group(2)]
-    else:
-        raise SettingsError(name, f"expected seconds or a duration like '30s', '2m', got {value!r}")
-    if not math.isfinite(seconds) or seconds < 0:
-        raise SettingsError(name, f"must be a finite number >= 0, got {value!r}")
-    return seconds
-
-
-def _as_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise SettingsError(name, f"expected an integer, got {value!r}")
-    return value
-
-
-def _as_fraction(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise SettingsError(name, f"expected a number in (0, 1], got {value!r}")
-    return float(value)
-
-
-def _as_bool(name: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise SettingsError(name, f"expected true or false, got {value!r}")
-    return value
-
-
-def _as_strings(name: str, value: Any) -> tuple[str, ...]:
-    if isinstance(value, str) or not isinstance(value, list | tuple):
-        raise SettingsError(name, f"expected a list of strings, got {value!r}")
-    for item in value:
-        if not isinstance(item, str) or not item:
-            raise SettingsError(name, f"expected non-empty strings, got {item!r}")
-    return tuple(value)
-
-
-_COERCE = {
-    "duration": _as_duration,
-    "int": _as_int,
-    "fraction": _as_fraction,
-    "bool": _as_bool,
-    "strings": _as_strings,
-}
-
 
 def _validate(s: Settings) -> None:
     for f in fields(s):
-        _COERCE[f.metadata["kind"]](f.name, getattr(s, f.name))
+        COERCE[f.metadata["kind"]](f.name, getattr(s, f.name))
     if s.flap_threshold < 1:
         raise SettingsError("flap_threshold", f"must be >= 1, got {s.flap_threshold}")
     if not 0.0 < s.max_bad_node_fraction <= 1.0:
@@ -479,7 +430,7 @@ def settings_from_mapping(data: Mapping[str, Any] | None) -> Settings:
     for name, value in data.items():
         if name not in known:
             raise SettingsError(str(name), f"unknown field (known: {', '.join(sorted(known))})")
-        kwargs[name] = _COERCE[known[name].metadata["kind"]](name, value)
+        kwargs[name] = COERCE[known[name].metadata["kind"]](name, value)
     return Settings(**kwargs)
 
 

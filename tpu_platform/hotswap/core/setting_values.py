@@ -1,0 +1,71 @@
+"""Coercion of one settings value per kind (duration, int, fraction, bool, strings), naming the field
+on any error, apart from the fields themselves so ``settings.py`` holds only the thresholds and their
+cross-field rules."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+
+class SettingsError(ValueError):
+    """A settings value is invalid; ``field`` names it (``""`` for the document as a whole)."""
+
+    def __init__(self, field_name: str, message: str) -> None:
+        self.field = field_name
+        super().__init__(f"settings field {field_name!r}: {message}" if field_name else message)
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+
+
+def _as_duration(name: str, value: Any) -> float:
+    if isinstance(value, bool):
+        raise SettingsError(name, f"expected a duration in seconds, got {value!r}")
+    if isinstance(value, int | float):
+        seconds = float(value)
+    elif isinstance(value, str) and (m := _DURATION.match(value)):
+        seconds = float(m.group(1)) * _UNIT[m.group(2)]
+    else:
+        raise SettingsError(name, f"expected seconds or a duration like '30s', '2m', got {value!r}")
+    if not math.isfinite(seconds) or seconds < 0:
+        raise SettingsError(name, f"must be a finite number >= 0, got {value!r}")
+    return seconds
+
+
+def _as_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SettingsError(name, f"expected an integer, got {value!r}")
+    return value
+
+
+def _as_fraction(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise SettingsError(name, f"expected a number in (0, 1], got {value!r}")
+    return float(value)
+
+
+def _as_bool(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise SettingsError(name, f"expected true or false, got {value!r}")
+    return value
+
+
+def _as_strings(name: str, value: Any) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, list | tuple):
+        raise SettingsError(name, f"expected a list of strings, got {value!r}")
+    for item in value:
+        if not isinstance(item, str) or not item:
+            raise SettingsError(name, f"expected non-empty strings, got {item!r}")
+    return tuple(value)
+
+
+COERCE = {
+    "duration": _as_duration,
+    "int": _as_int,
+    "fraction": _as_fraction,
+    "bool": _as_bool,
+    "strings": _as_strings,
+}
