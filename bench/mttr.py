@@ -36,7 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -323,19 +323,21 @@ def _timelines(k: KindRun, n: int) -> None:
             print(f"  {'-' if at is None else f'{at:+7.1f}'}  {name}")
 
 
-def _print_variants(title: str, out: dict[str, dict[str, Figures]], kinds: Sequence[str], last: str) -> None:
+def _print_variants(
+    title: str,
+    out: dict[str, dict[str, Figures]],
+    kinds: Sequence[str],
+    last: tuple[str, Callable[[Figures], str]],
+) -> None:
+    """Each row's p50/p95 per kind, then ``last``: its heading and its cell per kind."""
     print(f"\n== {title}")
-    _row("", [f"{k} p50/p95 (s)" for k in kinds] + [f"{k} {last}" for k in kinds], width=26)
+    heading, cell = last
+    _row("", [f"{k} p50/p95 (s)" for k in kinds] + [f"{k} {heading}" for k in kinds], width=26)
     for label, by_kind in out.items():
         _row(
             label,
             [f"{by_kind[k]['mttr_p50_s']} / {by_kind[k]['mttr_p95_s']}" for k in kinds]
-            + [
-                f"{by_kind[k]['unsafe_force_deletes']} / {by_kind[k]['force_deletes']}"
-                if last == "unsafe/forced"
-                else str(by_kind[k]["pools_declared"])
-                for k in kinds
-            ],
+            + [cell(by_kind[k]) for k in kinds],
             width=26,
         )
 
@@ -422,7 +424,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "ablation: early detection, hotswap controller only (same traces)",
             ablated,
             [k for k in ABLATION_KINDS if k in runs],
-            "unsafe/forced",
+            ("unsafe/forced", lambda a: f"{a['unsafe_force_deletes']} / {a['force_deletes']}"),
         )
     chips: dict[str, dict[str, Figures]] = {}
     if not args.no_chip_signals and CHIP_ERROR in runs:
@@ -432,7 +434,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "chip/ICI failure signals, hotswap controller only (same traces)",
             chips,
             [k for k in CHIP_KINDS if k in runs],
-            "pools declared",
+            ("pools declared", lambda c: str(c["pools_declared"])),
         )
     false_declarations = declared(runs[WORKLOAD_CRASH].results["hotswap"]) if WORKLOAD_CRASH in runs else None
     if false_declarations is not None:

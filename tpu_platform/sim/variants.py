@@ -87,8 +87,11 @@ def kueue_tas_mid(base: Scenario) -> Result:
     return run(replace(base, timings=base.timings.with_overrides(KUEUE_TAS_MID)), KueueTas())
 
 
+Rows = tuple[tuple[str, dict[str, Any], dict[str, Any]], ...]
+"""Label, controller settings and timings on top of the run's."""
+
 _SHIPPED = {"lease_stale_seconds": 0, "compute_corroboration": True, "force_delete_unconfirmed": False}
-ABLATION: tuple[tuple[str, dict[str, Any], dict[str, Any]], ...] = (
+ABLATION: Rows = (
     ("Compute confirms (shipped default)", _SHIPPED, {}),
     ("+ Lease signal", {**_SHIPPED, "lease_stale_seconds": 20}, {}),
     (
@@ -113,7 +116,7 @@ ABLATION: tuple[tuple[str, dict[str, Any], dict[str, Any]], ...] = (
 sets every mechanism explicitly, so a stack that turns one on does not make two rows the same."""
 ABLATION_KINDS = (HOST_DEATH, KUBELET_RESTART)
 
-CHIP_SIGNALS: tuple[tuple[str, dict[str, Any], dict[str, Any]], ...] = (
+CHIP_SIGNALS: Rows = (
     ("reports + withdrawn chips (default)", {}, {}),
     ("reports only (device plugin silent)", {}, {"chips_withdrawn_report_s": None}),
     ("withdrawn chips, reports off", {"workload_signals": False}, {}),
@@ -128,39 +131,58 @@ CHIP_SIGNALS: tuple[tuple[str, dict[str, Any], dict[str, Any]], ...] = (
 CHIP_KINDS = (CHIP_ERROR, WORKLOAD_CRASH)
 
 
+def _reruns(
+    name: str,
+    rows: Rows,
+    kinds: tuple[str, ...],
+    scenarios: Mapping[str, Scenario],
+    *,
+    measure: Callable[[Result], Figures],
+    on_step: Callable[[str], object],
+) -> dict[str, dict[str, Figures]]:
+    """The hotswap controller alone, per row of settings and timings, on each of ``kinds``' traces
+    given (same trace, same seed): ``{label: {kind: percentiles + measure(result)}}``."""
+    out: dict[str, dict[str, Figures]] = {}
+    for label, settings, timings in rows:
+        out[label] = {}
+        for kind in kinds:
+            if kind in scenarios:
+                on_step(f"{name}: {label} on {kind} ...")
+                r = hotswap_variant(scenarios[kind], settings, timings)
+                out[label][kind] = {**episode_percentiles(r, kind), **measure(r)}
+    return out
+
+
 def ablation(
     scenarios: Mapping[str, Scenario], on_step: Callable[[str], object] = lambda _: None
 ) -> dict[str, dict[str, Figures]]:
-    """The hotswap controller alone, per mechanism, on the traces given (same trace, same seed)."""
-    out: dict[str, dict[str, Figures]] = {}
-    for label, settings, timings in ABLATION:
-        out[label] = {}
-        for kind in ABLATION_KINDS:
-            if kind in scenarios:
-                on_step(f"ablation: {label} on {kind} ...")
-                r = hotswap_variant(scenarios[kind], settings, timings)
-                out[label][kind] = {
-                    **episode_percentiles(r, kind),
-                    "force_deletes": r.cluster.force_deletes,
-                    "unsafe_force_deletes": r.cluster.unsafe_force_deletes,
-                }
-    return out
+    """Per early-detection mechanism, on the host-death and kubelet-restart traces."""
+    return _reruns(
+        "ablation",
+        ABLATION,
+        ABLATION_KINDS,
+        scenarios,
+        measure=lambda r: {
+            "force_deletes": r.cluster.force_deletes,
+            "unsafe_force_deletes": r.cluster.unsafe_force_deletes,
+        },
+        on_step=on_step,
+    )
 
 
 def chip_signals(
     scenarios: Mapping[str, Scenario], on_step: Callable[[str], object] = lambda _: None
 ) -> dict[str, dict[str, Figures]]:
-    """The hotswap controller alone on the chip-error and software-crash traces (healthy hardware:
-    every pool it declares there is a false declaration), per signal configuration."""
-    out: dict[str, dict[str, Figures]] = {}
-    for label, settings, timings in CHIP_SIGNALS:
-        out[label] = {}
-        for kind in CHIP_KINDS:
-            if kind in scenarios:
-                on_step(f"chip signals: {label} on {kind} ...")
-                r = hotswap_variant(scenarios[kind], settings, timings)
-                out[label][kind] = {**episode_percentiles(r, kind), "pools_declared": declared(r)}
-    return out
+    """Per chip/ICI signal configuration, on the chip-error and software-crash traces (healthy
+    hardware: every pool it declares there is a false declaration)."""
+    return _reruns(
+        "chip signals",
+        CHIP_SIGNALS,
+        CHIP_KINDS,
+        scenarios,
+        measure=lambda r: {"pools_declared": declared(r)},
+        on_step=on_step,
+    )
 
 
 def sensitivity(
