@@ -298,7 +298,7 @@ class HotswapController(pulumi.ComponentResource):
         self.register_outputs({"namespace": self.namespace, "deployment": self.deployment.metadata.name})
 
     def _google_access(self, name: str, args: HotswapControllerArgs) -> pulumi.Output[str]:
-        """The GSA, its custom role of :data:`iam.COMPUTE_PERMISSIONS` on the project, and the Workload
+        """The GSA, its custom role of :func:`iam.compute_permissions` on the project, and the Workload
         Identity binding for the controller's KSA; returns the GSA's email for the KSA annotation."""
         if not args.project or not args.cluster_name:
             raise ValueError(
@@ -312,18 +312,18 @@ class HotswapController(pulumi.ComponentResource):
             f"{name}-gsa",
             account_id=iam.account_id(args.cluster_name),
             display_name=f"hotswap controller of {args.cluster_name}",
-            description="Reads the Compute Engine VMs behind suspect nodes (compute.instances.get, "
-            "compute.zoneOperations.list) through Workload Identity",
+            description="Reads (and with the fence on, resets) the Compute Engine VMs behind suspect "
+            "nodes through Workload Identity",
             project=args.project,
             opts=child,
         )
         role = gcp.projects.IAMCustomRole(
             f"{name}-compute-role",
             role_id=iam.role_id(args.cluster_name),
-            title=f"hotswap Compute Engine reader ({args.cluster_name})",
-            description="Only the reads of Compute Engine corroboration: the VM's status and its "
-            "host-error operations",
-            permissions=list(iam.COMPUTE_PERMISSIONS),
+            title=f"hotswap Compute Engine corroboration ({args.cluster_name})",
+            description="Only the calls of Compute Engine corroboration: the VM's status, its "
+            "operations, and (with the fence on) the reset of a silent VM",
+            permissions=list(iam.compute_permissions(cfg.resets_vms)),
             project=args.project,
             opts=child,
         )

@@ -1,9 +1,10 @@
 """``hotswap.computeCorroboration``: the controller's Google access for Compute Engine corroboration,
-rendered under Pulumi mocks. Exactly two read permissions in a custom role bound to a service account
-of the controller's own, the Workload Identity binding for its Kubernetes service account, the
-annotation GKE reads, a node selector for nodes with the GKE metadata server; nothing of it without the
-opt-in. Sources: ``tpu_platform.hotswap.iam`` (Compute Engine's per-method IAM permissions, GKE's
-Workload Identity page)."""
+rendered under Pulumi mocks. Exactly the two reads and the reset of the fence (only the reads with
+``settings.resetSilentVms: false``) in a custom role bound to a service account of the controller's
+own, the Workload Identity binding for its Kubernetes service account, the annotation GKE reads, a
+node selector for nodes with the GKE metadata server; nothing of it without the opt-in. Sources:
+``tpu_platform.hotswap.iam`` (Compute Engine's per-method IAM permissions, GKE's Workload Identity
+page)."""
 
 from __future__ import annotations
 
@@ -37,12 +38,24 @@ def corroborating(stack: dict[str, Any]) -> dict[str, Any]:
     return stack
 
 
-def test_a_custom_role_of_exactly_the_two_reads(
+def test_the_reads_alone_without_the_fence(
+    corroborating: dict[str, Any], render_stack: Callable[..., Any]
+) -> None:
+    corroborating["tpu-platform:hotswap"]["settings"] = {"resetSilentVms": False}
+    (role,) = resources_of(render_stack(corroborating), ROLE)
+    assert role["permissions"] == ["compute.instances.get", "compute.zoneOperations.list"]
+
+
+def test_a_custom_role_of_exactly_the_two_reads_and_the_reset(
     corroborating: dict[str, Any], render_stack: Callable[..., Any]
 ) -> None:
     rendering = render_stack(corroborating)
     (role,) = resources_of(rendering, ROLE)
-    assert role["permissions"] == ["compute.instances.get", "compute.zoneOperations.list"]
+    assert role["permissions"] == [
+        "compute.instances.get",
+        "compute.zoneOperations.list",
+        "compute.instances.reset",
+    ]
     assert role["project"] == "test-project"
     assert role["roleId"] == "tpuPlatformHotswapCompute_tpu_test" and "-" not in role["roleId"]
     (gsa,) = [a for a in resources_of(rendering, GSA) if a["accountId"] == "tpu-test-hotswap"]

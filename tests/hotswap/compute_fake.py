@@ -1,5 +1,5 @@
-"""A strict fake of the two google-cloud-compute calls the reader makes (``InstancesClient.get``,
-``ZoneOperationsClient.list``), raising google.api_core's real exception types.
+"""A strict fake of the google-cloud-compute calls the controller makes (``InstancesClient.get`` and
+``reset``, ``ZoneOperationsClient.list``), raising google.api_core's real exception types.
 
 Strict where the real client is: keyword arguments of the real signatures (pinned against the installed
 library by ``test_hotswap_adapter_compute``), a name Compute Engine would refuse is a 400
@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from google.api_core import exceptions as gexc
@@ -35,6 +36,9 @@ class Op:
     operation_type: str
     target_id: int
     insert_time: str
+    status: str = "DONE"
+    error: str = ""
+    """A message for ``Operation.error.errors``; empty for none."""
 
 
 @dataclass
@@ -69,6 +73,39 @@ class FakeInstances:
 
 
 @dataclass
+class FakeResets:
+    """``InstancesClient.reset``: each new ``request_id`` adds a ``reset`` Operation (RUNNING) to
+    ``operations`` for the VM, as Compute Engine records it; a repeated one is ignored, as the API
+    documents for ``requestId``."""
+
+    vms: dict[tuple[str, str, str], Vm]
+    operations: FakeOperations
+    fault: BaseException | None = None
+    requests: list[dict[str, str]] = field(default_factory=list)
+
+    def reset(self, *, request: dict[str, str], timeout: float, retry: None) -> compute_v1.Operation:
+        assert timeout is not None and timeout > 0, "every call carries a timeout"
+        assert retry is None, "the library's default retry would re-send for 600 s"
+        assert set(request) == {"project", "zone", "instance", "request_id"}, request
+        self.requests.append(request)
+        if self.fault is not None:
+            raise self.fault
+        vm = self.vms.get((request["project"], request["zone"], request["instance"]))
+        if vm is None:
+            raise gexc.NotFound(f"The resource '{request['instance']}' was not found")
+        if request["request_id"] not in {r["request_id"] for r in self.requests[:-1]}:
+            stamp = datetime.now(UTC).isoformat(timespec="milliseconds")
+            self.operations.ops.append(Op("reset", vm.id, stamp, status="RUNNING"))
+        return compute_v1.Operation(operation_type="reset", target_id=vm.id, status="RUNNING")
+
+    def finish(self) -> None:
+        """Every reset Operation DONE."""
+        for op in self.operations.ops:
+            if op.operation_type == "reset":
+                op.status = "DONE"
+
+
+@dataclass
 class FakeOperations:
     ops: list[Op] = field(default_factory=list)
     fault: BaseException | None = None
@@ -84,7 +121,11 @@ class FakeOperations:
         # The server's filter is not applied: the reader re-checks each operation.
         return [
             compute_v1.Operation(
-                operation_type=o.operation_type, target_id=o.target_id, insert_time=o.insert_time
+                operation_type=o.operation_type,
+                target_id=o.target_id,
+                insert_time=o.insert_time,
+                status=o.status,
+                error=compute_v1.Error(errors=[compute_v1.Errors(message=o.error)]) if o.error else None,
             )
             for o in self.ops
         ]

@@ -17,6 +17,7 @@ from tests.hotswap.compute_fake import FakeInstances, FakeOperations, Op, Vm
 from tpu_platform.hotswap.adapter.compute import (
     HOST_ERROR,
     MAX_PROVIDER_ID,
+    RESET,
     InstanceReader,
     parse_provider_id,
 )
@@ -97,7 +98,19 @@ def test_host_error_after_filter_and_recheck() -> None:
     assert ev is not None and ev.status == "RUNNING"
     assert ev.host_error_at == _ts("2027-01-15T09:00:05Z"), "latest host error of this VM before the read"
     req = r.operations.requests[0]  # type: ignore[attr-defined]
-    assert req["filter"] == f'(operationType = "{HOST_ERROR}") AND (targetId = 4242)'
+    assert req["filter"] == "(targetId = 4242)"
+
+
+def test_a_reset_confirms_only_once_done_without_an_error() -> None:
+    done = Op(RESET, 4242, "2027-01-15T09:00:05Z")
+    running = Op(RESET, 4242, "2027-01-15T09:00:20Z", status="RUNNING")
+    failed = Op(RESET, 4242, "2027-01-15T09:00:30Z", error="RESOURCE_NOT_READY")
+    other_vm = Op(RESET, 999, "2027-01-15T09:00:40Z")
+    ev = reader(Vm("RUNNING"), [done, running, failed, other_vm]).read(PID)
+    assert ev is not None and ev.reset_at == _ts("2027-01-15T09:00:05Z"), "the done one, not the failed one"
+    assert ev.reset_pending, "one not DONE yet"
+    ev = reader(Vm("RUNNING"), [failed, other_vm]).read(PID)
+    assert ev is not None and ev.reset_at is None and not ev.reset_pending
 
 
 def _ts(text: str) -> float:

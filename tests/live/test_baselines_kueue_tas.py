@@ -80,3 +80,24 @@ def test_kueue_tas_maintenance_notice(tas: LiveCluster, report: Report) -> None:
     report.incident(
         POLICY, "maintenance notice", watch, "Kueue does not read it: the slice goes down at the window"
     )
+
+
+def test_kueue_tas_spot_notice(tas: LiveCluster, report: Report) -> None:
+    """The slice's Spot VMs reclaimed: TAS fails the tainted nodes once their pods have ended and
+    evicts the Workload, which then waits, the tainted slice excluded and the other one full, until
+    the VMs stop (``test_recipe_spot_notice`` times the NotReady that follows)."""
+    kube = tas.admin
+    teams = inc.fresh_teams(tas, jobset)
+
+    def evicted() -> bool:
+        return w.condition(tas_setup.high_workload(kube), "Evicted")
+
+    watch = w.Stopwatch()
+    watch.observe("JobSet restarted", lambda: inc.jobset_restarts(kube, inc.HIGH) >= 1)
+    watch.observe("Workload evicted", evicted)
+    inc.spot_notice(tas, teams.broken_pool, watch)
+    inc.reach(watch, "Workload evicted", evicted, 30)
+    assert not w.condition(tas_setup.high_workload(kube), "Admitted"), "Kueue re-admitted it"
+    assert not inc.high_pods(kube), "the high-priority JobSet runs"
+    assert len(inc.low_pods(kube)) == inc.VMS, "the low-priority JobSet kept its slice"
+    report.incident(POLICY, "Spot notice", watch, "evicted once its pods ended; waits, the other slice full")

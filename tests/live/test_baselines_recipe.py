@@ -92,3 +92,24 @@ def test_recipe_maintenance_notice(recipe: LiveCluster, teams: inc.TwoTeams, rep
     report.incident(
         POLICY, "maintenance notice", watch, "nothing reads it: the slice goes down at the window"
     )
+
+
+def test_recipe_spot_notice(recipe: LiveCluster, teams: inc.TwoTeams, report: Report) -> None:
+    """The slice's Spot VMs reclaimed: JobSet restarts the failed JobSet, and kube-scheduler preempts
+    the low-priority JobSet's pods for it (JobSet's exclusive anti-affinity only keeps out Jobs of
+    the same priority, ``pkg/webhooks/pod_webhook.go``, ``setExclusiveAffinities``)."""
+    kube, victim = recipe.admin, inc.a_high_node(recipe.admin)
+    watch = w.Stopwatch()
+    watch.observe("JobSet restarted", lambda: inc.jobset_restarts(kube, inc.HIGH) >= 1)
+    on_spare = partial(inc.high_running_on, kube, teams.spare_pool)
+    watch.observe("high pods Running on the spare slice", on_spare)
+    inc.spot_notice(recipe, teams.broken_pool, watch)
+    inc.reach(watch, "JobSet restarted", lambda: inc.jobset_restarts(kube, inc.HIGH) >= 1, 30)
+    inc.reach(watch, "high pods Running on the spare slice", on_spare, 60)
+    watch.wait("node NotReady", lambda: inc.ready(kube, victim) != "True", 90)
+    assert on_spare(), "the high-priority JobSet left the spare slice"
+    assert not inc.low_pods(kube), "the low-priority JobSet still runs"
+    assert inc.jobset_restarts(kube, inc.HIGH) == 1
+    report.incident(
+        POLICY, "Spot notice", watch, "kube-scheduler preempts the low JobSet: moved to the spare slice"
+    )

@@ -1,4 +1,7 @@
-"""Incidents on the real components with the real hotswap controller process (the dev stack's config).
+"""Silent nodes on the real components with the real hotswap controller process (the dev stack's
+config): a host death, a kubelet restart and a hung guest. Chip errors and notices are in
+``test_hotswap_notices.py`` (the two files run on two workers); the scene is
+``tests/live/cluster/scene.py``.
 
 Each test starts from a fresh dev cluster: every object of the plan applied, the controller running
 as the plan's ServiceAccount with the plan's RBAC and admission policies, and one 1-slice JobSet per
@@ -7,71 +10,41 @@ high-priority JobSet has an incident. kube-controller-manager runs at upstream's
 node-lifecycle timings (NotReady after 50 s without a Lease renewal or status update). Each step's
 time is read from the API server's objects and printed with the tier's figures.
 
-The dev stack ships Compute Engine corroboration on and no force deletion without it
-(``force_delete_unconfirmed: false``): the controller force-deletes a silent node's pods only once
-Compute Engine, here the cluster's double, reports the VM not running. A dead host's VM reads
-TERMINATED; a restarting kubelet's VM reads RUNNING, and none of its pods may be force-deleted.
+The dev stack ships Compute Engine corroboration on, no force deletion without it
+(``force_delete_unconfirmed: false``) and the fence (``reset_silent_vms``): the controller
+force-deletes a silent node's pods only once Compute Engine, here the cluster's double, reports the
+VM not running, or reports done the reset the controller sent it once the pool was declared. A dead
+host's VM reads TERMINATED; a restarting kubelet's or a hung guest's VM reads RUNNING, and none of its
+pods may be force-deleted before its reset is done.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import pytest
 
-from tests.live.cluster import Kube, LiveCluster
+from tests.live.cluster import LiveCluster
 from tests.live.cluster import incidents as inc
 from tests.live.cluster import workloads as w
 from tests.live.cluster.figures import Report
-from tests.live.cluster.hotswap import Controller, start_controller
-from tpu_platform.hotswap.core import constants as k
+from tests.live.cluster.scene import Scene, high_moved, hotswap_scene, pool_tainted
+from tpu_platform.hotswap.adapter.compute import parse_provider_id
 
 POLICY = "hotswap"
 
 
-@dataclass
-class Scene:
-    live: LiveCluster
-    controller: Controller
-    broken_pool: str
-    spare_pool: str
-
-    @property
-    def kube(self) -> Kube:
-        return self.live.admin
-
-
 @pytest.fixture
 def scene(live: LiveCluster) -> Iterator[Scene]:
-    rejected = live.install_planned("dev")
-    assert not rejected, rejected
-    ctl = start_controller(live)
-    teams = inc.two_teams(live.admin, w.tpu_jobset)
-    yield Scene(live, ctl, teams.broken_pool, teams.spare_pool)
-    ctl.process.stop()
-    live.cp.group.processes.remove(ctl.process)
-
-
-def _pool_tainted(kube: Kube, pool: str) -> bool:
-    nodes = inc.pool_nodes(kube, pool)
-    return bool(nodes) and all(
-        any(t["key"] == k.UNHEALTHY_TAINT_KEY for t in n["spec"].get("taints", [])) for n in nodes
-    )
-
-
-def _high_moved(scene: Scene) -> bool:
-    pods = inc.high_pods(scene.kube)
-    return len(pods) == inc.VMS and w.pools_of(scene.kube, pods) == {scene.spare_pool}
+    yield from hotswap_scene(live)
 
 
 def test_a_silent_host_death(scene: Scene, report: Report) -> None:
     kube, victim = scene.kube, inc.a_high_node(scene.kube)
     watch = w.Stopwatch()
     inc.silent_host_death(scene.live, victim, watch)
-    watch.wait("pool tainted", lambda: _pool_tainted(kube, scene.broken_pool), 120)
-    watch.wait("high pods Running on the spare slice", lambda: _high_moved(scene), 240)
+    watch.wait("pool tainted", lambda: pool_tainted(kube, scene.broken_pool), 120)
+    watch.wait("high pods Running on the spare slice", lambda: high_moved(scene), 240)
     assert w.condition(w.workload_of(kube, inc.HIGH.namespace, inc.HIGH.jobset), "Admitted")
     low = inc.low_pods(kube)
     assert not low or w.pools_of(kube, low) != {scene.spare_pool}, "the low-priority JobSet gave its slice up"
@@ -91,53 +64,72 @@ def test_a_silent_host_death(scene: Scene, report: Report) -> None:
     assert ctl.process.running()
 
 
-def test_a_chip_error_with_the_kubelet_alive(scene: Scene, report: Report) -> None:
-    kube = scene.kube
-    watch = w.Stopwatch(start=inc.chip_error(kube, inc.high_pods(kube)))
-    watch.wait("pool tainted", lambda: _pool_tainted(kube, scene.broken_pool), 120)
-    watch.wait("high pods Running on the spare slice", lambda: _high_moved(scene), 240)
-    report.incident(POLICY, "chip error", watch, "2 pods report it together; moved to the spare slice")
-
-
 def test_a_kubelet_restart_of_70_seconds(scene: Scene, report: Report) -> None:
+    """Silent past the pool's declaration on a VM read RUNNING: no pod is force-deleted on that answer;
+    if the declaration comes before the kubelet does, the fence resets the VM and the pod goes only
+    once the reset is done (the kubelet then returns after the reboot)."""
     kube, victim = scene.kube, inc.a_high_node(scene.kube)
+    vm = inc.provider_id(kube, victim)
     watch = w.Stopwatch()
-    watch.observe("pool tainted", lambda: _pool_tainted(kube, scene.broken_pool))
-    watch.observe("high pods Running on the spare slice", lambda: _high_moved(scene))
+    watch.observe("pool tainted", lambda: pool_tainted(kube, scene.broken_pool))
+    watch.observe("high pods Running on the spare slice", lambda: high_moved(scene))
+    watch.observe("VM reset", lambda: bool(scene.live.compute.resets_of(vm)))
     inc.kubelet_restart(scene.live, victim, 70, watch)
     watch.wait("high pods Running", lambda: len(inc.high_pods(kube)) == inc.VMS, 240)
-    moved = _high_moved(scene)
+    moved = high_moved(scene)
     ctl = scene.controller
-    reads = scene.live.compute.reads_of(inc.provider_id(kube, victim))
+    reads = scene.live.compute.reads_of(vm)
+    resets = scene.live.compute.resets_of(vm)
     assert reads, "the controller never asked Compute Engine about the silent node's VM"
-    assert ctl.metric("hotswap_compute_confirmations_total") == 0, "a RUNNING VM confirmed down"
-    assert ctl.metric("hotswap_force_deletions_total") == 0, "a pod of a RUNNING VM force-deleted"
+    assert len(resets) <= 1, "one reset per suspicion"
+    confirmed = ctl.metric("hotswap_compute_confirmations_total")
+    assert confirmed == ctl.metric("hotswap_compute_confirmations_total", {"status": "RESET"}), (
+        "a RUNNING VM confirmed down by its status"
+    )
+    forced = ctl.metric("hotswap_force_deletions_total")
+    assert forced == (1 if resets and confirmed else 0), "a pod force-deleted without a done reset"
     report.incident(
         POLICY,
         "kubelet restart 70 s",
         watch,
-        f"JobSet moved: {moved}; VM read RUNNING {len(reads)}x, no pod force-deleted",
+        f"JobSet moved: {moved}; VM read RUNNING {len(reads)}x, reset {len(resets)}x, "
+        f"{forced:.0f} pod force-deleted",
     )
 
 
-def test_a_maintenance_notice(scene: Scene, report: Report) -> None:
-    kube = scene.kube
+def test_a_hung_guest(scene: Scene, report: Report) -> None:
+    """The kubelet falls silent on a VM Compute Engine keeps reading RUNNING (a hung guest): nothing
+    confirms it down, so the fence resets the VM once the pool is declared, and the pod is force-deleted
+    when the reset is done instead of waiting for GKE's repair."""
+    kube, victim = scene.kube, inc.a_high_node(scene.kube)
+    vm = inc.provider_id(kube, victim)
     watch = w.Stopwatch()
-    inc.maintenance_notice(kube, scene.broken_pool, 300 + 120)  # inside the request period
 
-    def requested() -> bool:
-        js = kube.get(w.JOBSET_API, "JobSet", inc.HIGH.jobset, inc.HIGH.namespace)
-        return k.CHECKPOINT_REQUEST_ANNOTATIONS[0] in (js["metadata"].get("annotations") or {})
+    def reset() -> bool:
+        return bool(scene.live.compute.resets_of(vm))
 
-    watch.wait("checkpoint requested", requested, 60)
-    answer = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    kube.patch(
-        w.JOBSET_API,
-        "JobSet",
-        inc.HIGH.jobset,
-        {"metadata": {"annotations": {k.CHECKPOINT_COMPLETED_AT_ANNOTATION: answer}}},
-        namespace=inc.HIGH.namespace,
+    def cleared() -> bool:
+        return not inc.high_pods_on(kube, victim)
+
+    watch.observe("pool tainted", lambda: pool_tainted(kube, scene.broken_pool))
+    watch.observe("VM reset", reset)
+    watch.observe("pod on the dead node force-deleted", cleared)
+    inc.kubelet_silence(scene.live, victim, watch)
+    inc.reach(watch, "pool tainted", lambda: pool_tainted(kube, scene.broken_pool), 60)
+    inc.reach(watch, "VM reset", reset, 60)
+    inc.reach(watch, "pod on the dead node force-deleted", cleared, 60)
+    watch.wait("high pods Running on the spare slice", lambda: high_moved(scene), 240)
+    # Observed steps are sampled one after another in each poll, so a later step may be seen a poll
+    # (well under a second) before an earlier one; the order itself is what the metrics below show.
+    steps = watch.steps
+    assert steps["pool tainted"] <= steps["VM reset"] + 1.0
+    assert steps["VM reset"] <= steps["pod on the dead node force-deleted"] + 1.0
+    ctl = scene.controller
+    ref = parse_provider_id(vm)
+    assert ref is not None and scene.live.compute.status(ref) == "RUNNING", "a reset leaves the VM running"
+    assert len(scene.live.compute.resets_of(vm)) == 1, "one reset per suspicion"
+    assert ctl.metric("hotswap_compute_confirmations_total", {"status": "RESET"}) == 1
+    assert ctl.metric("hotswap_force_deletions_total") == 1
+    report.incident(
+        POLICY, "hung guest", watch, "VM reset once declared; pod cleared when the reset was done"
     )
-    watch.wait("pool tainted", lambda: _pool_tainted(kube, scene.broken_pool), 60)
-    watch.wait("high pods Running on the spare slice", lambda: _high_moved(scene), 240)
-    report.incident(POLICY, "maintenance notice", watch, "checkpoint answered; moved to the spare slice")

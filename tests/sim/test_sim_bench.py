@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from tpu_platform.sim.variants import ABLATION
+
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
@@ -123,7 +125,7 @@ def test_mttr_bench_json_shape(capsys: pytest.CaptureFixture[str], tmp_path: Pat
     for policy in ("recipe", "kueue_tas", "kueue_tas_mid", "hotswap_moves_off"):
         m = doc["maintenance"][policy]
         assert m["planned_downtime_s"] == 0 and m["moves_at_checkpoint"] == m["moves_at_deadline"] == 0
-    assert len(doc["ablation"]) == 7
+    assert len(doc["ablation"]) == len(ABLATION) == 9
     for label, by_kind in doc["ablation"].items():
         assert set(by_kind) == {"host_death", "kubelet_restart"}, label
         for a in by_kind.values():
@@ -159,6 +161,7 @@ def test_mttr_bench_json_shape(capsys: pytest.CaptureFixture[str], tmp_path: Pat
         "pod_startup_s",
         "hung_guest_fraction",
         "compute_restart_fraction",
+        "compute_reset_s",
     }
     for points in doc["sensitivity"].values():
         for row in points.values():
@@ -213,17 +216,17 @@ def test_mttr_bench_takes_controller_settings(capsys: pytest.CaptureFixture[str]
 def test_every_ablation_row_sets_every_early_detection_mechanism() -> None:
     """The prod stack turns the Lease signal on: a row that left a mechanism to the stack would report
     the stack's setting as "off"."""
-    from tpu_platform.sim.variants import ABLATION
 
-    keys = {"lease_stale_seconds", "compute_corroboration", "force_delete_unconfirmed"}
+    keys = {"lease_stale_seconds", "compute_corroboration", "force_delete_unconfirmed", "reset_silent_vms"}
     assert ABLATION[0][1] == {
         "lease_stale_seconds": 0,
         "compute_corroboration": True,
         "force_delete_unconfirmed": False,
+        "reset_silent_vms": True,
     }
     for label, settings, _ in ABLATION:
         assert keys <= set(settings), label
-    assert len({tuple(sorted(s.items())) for _, s, t in ABLATION if not t}) == 5, "five distinct mechanisms"
+    assert len({tuple(sorted(s.items())) for _, s, t in ABLATION if not t}) == 6, "six distinct mechanisms"
 
 
 def test_mttr_bench_prints_episode_timelines(capsys: pytest.CaptureFixture[str]) -> None:

@@ -46,6 +46,23 @@ def test_a_kubelet_restart_comes_back_when_told() -> None:
     assert steps["node Ready again"] == 81.5
 
 
+def test_a_spot_notice_fails_the_pods_after_their_grace_and_takes_the_nodes_at_30_s() -> None:
+    """The live tier's Spot notice: the pods Failed 1 s after it (their grace), JobSet restarts the
+    JobSet, and the reclaimed VMs' Nodes are gone (so not Ready) when the VMs stop."""
+    steps = simulate("Spot notice", "recipe", ["JobSet restarted", "node NotReady"], pod_startup_s=1.0)
+    assert steps == {"JobSet restarted": 1.0, "node NotReady": 30.0}
+
+
+def test_a_pool_without_nodes_is_not_tainted() -> None:
+    """The live test reads every node of the pool: the deleted Nodes of a reclaimed slice are none."""
+    assert simulate("Spot notice", "recipe", ["pool tainted"], pod_startup_s=1.0) == {}
+
+
+def test_hotswap_reads_the_spot_taint_before_the_vms_stop() -> None:
+    steps = simulate("Spot notice", "hotswap", ["pool tainted"], pod_startup_s=1.0)
+    assert steps["pool tainted"] < 30.0
+
+
 @settings(max_examples=200, deadline=None)
 @given(silent_at=st.floats(min_value=0.0, max_value=10_000.0), lease_from=st.floats(0.0, 10.0))
 def test_not_ready_follows_the_node_lifecycle_controllers_pass(silent_at: float, lease_from: float) -> None:
@@ -79,6 +96,17 @@ def test_the_bench_prints_one_json_line(tmp_path: Path, capsys: pytest.CaptureFi
     assert out["calibration"][0]["step"] == "node NotReady"
     assert out["calibration"][0]["sim_min_s"] == 42.5 and out["calibration"][0]["sim_max_s"] == 50.0
     assert out["disagreements"] == 0 and out["unexplained"] == 0
+
+
+def test_a_spot_notice_node_not_ready_is_explained(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    live = tmp_path / "steps.jsonl"
+    record = {"kind": "Spot notice", "policy": "recipe", "outcome": "", "steps": {"node NotReady": 79.3}}
+    live.write_text(json.dumps(record) + "\n")
+    assert main(["--live", str(live)]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["disagreements"] == 1 and out["unexplained"] == 0
 
 
 def test_the_bench_names_a_missing_live_file(tmp_path: Path) -> None:

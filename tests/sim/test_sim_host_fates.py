@@ -49,17 +49,37 @@ def test_a_vm_compute_engine_reports_down_is_cleared_at_its_word(fate: str) -> N
     assert high_mttr(r) <= 55.0 + t.pod_startup_s + 15.0
 
 
-def test_a_hung_guest_keeps_its_pods_until_repair() -> None:
-    """Compute Engine reads RUNNING: nothing may force-delete the pod (the guest may resume and write
-    the same checkpoints), so the restart waits for GKE's repair; Kueue's FailureRecoveryPolicy force
-    deletes it on the unreachable taint alone, which is unsafe here."""
+def test_a_hung_guest_is_reset_then_cleared_and_without_the_fence_waits_for_repair() -> None:
+    """Compute Engine reads RUNNING: nothing may force-delete the pod before its guest is gone (it may
+    resume and write the same checkpoints). The shipped fence resets the VM once the pool is declared
+    and clears the pod when the reset is done; without it the restart waits for GKE's repair. Kueue's
+    FailureRecoveryPolicy force-deletes on the unreachable taint alone, which is unsafe here."""
     t = only(HUNG)
     scenario = seed_scenario(spare=True, timings=t)
     hot = run(scenario, Hotswap(SHIPPED, verify_idle=True))
-    assert hot.cluster.force_deletes == 0 and hot.cluster.unsafe_force_deletes == 0
-    assert high_mttr(hot) >= t.auto_repair_after_s
+    assert SHIPPED.reset_silent_vms
+    assert hot.cluster.force_deletes == 1 and hot.cluster.unsafe_force_deletes == 0
+    declared = 55.0 + SHIPPED.unhealthy_after_seconds
+    assert high_mttr(hot) <= declared + t.compute_reset_s + t.compute_reread_s + t.pod_startup_s + 15.0
+    unfenced = run(scenario, Hotswap(replace(SHIPPED, reset_silent_vms=False), verify_idle=True))
+    assert unfenced.cluster.force_deletes == 0 and unfenced.cluster.unsafe_force_deletes == 0
+    assert high_mttr(unfenced) >= t.auto_repair_after_s
     tas = run(scenario, KueueTas())
     assert tas.cluster.unsafe_force_deletes >= 1
+
+
+def test_a_kubelet_restart_on_a_declared_pool_is_rebooted_never_force_deleted_unsafely() -> None:
+    """The fence's false positive: a kubelet silent past the declaration gets its VM reset (its slice
+    was given up already); the pod goes only once the reset is done, so never while its guest runs."""
+    from tpu_platform.sim.failures import KUBELET_RESTART
+    from tpu_platform.sim.traces import Failure
+
+    base = seed_scenario(spare=True)
+    node = "seed-4x4-0-n1"
+    scenario = replace(base, trace=(Failure(FAIL_AT, node, back_after=240.0, kind=KUBELET_RESTART),))
+    r = run(scenario, Hotswap(SHIPPED, verify_idle=True))
+    assert r.cluster.unsafe_force_deletes == 0
+    assert r.cluster.force_deletes >= 1, "reset, then cleared before the kubelet's own return"
 
 
 def test_the_timer_path_force_deletes_a_hung_guests_pod() -> None:

@@ -124,6 +124,12 @@ class HotswapConfig(StackModel):
             out["compute_corroboration"] = True
         return out
 
+    @property
+    def resets_vms(self) -> bool:
+        """The controller fences silent VMs by resetting them (corroboration on and
+        ``settings.resetSilentVms`` not false): its Google role needs ``compute.instances.reset``."""
+        return self.compute_corroboration and self.settings.get("resetSilentVms", True) is not False
+
     def runtime(self) -> dict[str, Any]:
         """Process options the stack controls (the rest keep the controller's defaults)."""
         return {"dry_run": self.dry_run, "log_level": self.log_level}

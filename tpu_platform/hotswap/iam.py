@@ -3,12 +3,15 @@ Pulumi component creates when a stack sets ``hotswap.computeCorroboration``, and
 pack checks.
 
 - A Google service account (GSA) of its own per cluster.
-- A custom project role with exactly :data:`COMPUTE_PERMISSIONS`, the permissions of the two calls the
-  reader makes (each method's "IAM Permissions" section:
+- A custom project role with exactly :func:`compute_permissions`: the permissions of the two calls the
+  reader makes, and with the fence on (``reset_silent_vms``, the default) ``compute.instances.reset``
+  (https://cloud.google.com/compute/docs/reference/rest/v1/instances/reset, "IAM Permissions"). The
+  reads (each method's "IAM Permissions" section:
   https://cloud.google.com/compute/docs/reference/rest/v1/instances/get needs
   ``compute.instances.get``; https://cloud.google.com/compute/docs/reference/rest/v1/zoneOperations/list
   needs ``compute.zoneOperations.list``). The predefined ``roles/compute.viewer`` would also grant
-  them, with every other read of the project besides.
+  them, with every other read of the project besides; ``roles/compute.instanceAdmin.v1`` the reset, with
+  every other change to instances.
 - ``roles/iam.workloadIdentityUser`` on the GSA for the controller's Kubernetes service account
   (member ``serviceAccount:PROJECT.svc.id.goog[NAMESPACE/KSA]``) and the KSA annotated
   ``iam.gke.io/gcp-service-account: GSA_EMAIL``, which is how GKE's Workload Identity lets a pod act
@@ -27,12 +30,18 @@ import re
 from typing import Final
 
 COMPUTE_PERMISSIONS: Final = ("compute.instances.get", "compute.zoneOperations.list")
+RESET_PERMISSION: Final = "compute.instances.reset"
 WORKLOAD_IDENTITY_USER: Final = "roles/iam.workloadIdentityUser"
 GSA_ANNOTATION: Final = "iam.gke.io/gcp-service-account"
 METADATA_SERVER_LABEL: Final = "iam.gke.io/gke-metadata-server-enabled"
 ROLE_PREFIX: Final = "tpuPlatformHotswapCompute"
 
 _ROLE_CHARS = re.compile(r"[^a-zA-Z0-9_.]")
+
+
+def compute_permissions(reset: bool) -> tuple[str, ...]:
+    """The custom role's permissions: the reads, plus the reset when the controller fences by it."""
+    return (*COMPUTE_PERMISSIONS, RESET_PERMISSION) if reset else COMPUTE_PERMISSIONS
 
 
 def workload_pool(project: str) -> str:

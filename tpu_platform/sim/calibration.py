@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 
 from tpu_platform.hotswap.core import constants as k
 from tpu_platform.plan.stacks import STACKS_DIR, load_stack_config, parse_stack_config, stack_file
-from tpu_platform.sim.failures import CHIP_ERROR, HOST_DEATH, KUBELET_RESTART, MAINTENANCE
+from tpu_platform.sim.failures import CHIP_ERROR, HOST_DEATH, KUBELET_RESTART, MAINTENANCE, SPOT_PREEMPTION
 from tpu_platform.sim.model import RECREATE, RUNNING, SimPod, WorkloadSpec
 from tpu_platform.sim.params import Timings
 from tpu_platform.sim.run import Simulation, make_policy, stack_scenario
@@ -44,7 +44,16 @@ KINDS = {
     "kubelet restart 70 s": KUBELET_RESTART,
     "chip error": CHIP_ERROR,
     "maintenance notice": MAINTENANCE,
+    "Spot notice": SPOT_PREEMPTION,
+    "hung guest": HOST_DEATH,
 }
+HUNG = frozenset({"hung guest"})
+"""Kinds whose silent host keeps a guest that Compute Engine reads RUNNING (``host_fates.HUNG``)."""
+RESET_S = 2.0
+"""The live tier's Compute Engine double: a reset's Operation is DONE 2 s after the call
+(``tests/live/cluster/compute_double.py``, ``reset_s``)."""
+REBOOT_S = 5.0
+"""The live tier's reboot of a reset VM (``tests/live/cluster/incidents.py``, ``REBOOT_S``)."""
 
 
 @dataclass(frozen=True)
@@ -64,13 +73,17 @@ class View:
         return [p for p in self.high_pods() if p.phase == RUNNING and p.deletion is None]
 
     def ready(self, node: str) -> bool:
-        cond = self.sim.cluster.nodes[node].api.condition("Ready")
+        """The Node reads Ready=True; a deleted Node (a reclaimed Spot VM's) is not Ready."""
+        sim_node = self.sim.cluster.nodes.get(node)
+        cond = None if sim_node is None else sim_node.api.condition("Ready")
         return cond is not None and cond.status == "True"
 
 
 def _pool_tainted(v: View) -> bool:
+    """Every node of the pool tainted, as the live test reads it: a pool without nodes is not."""
     pool = v.sim.cluster.pools[v.broken_pool]
-    return all(v.sim.cluster.nodes[n].api.has_taint(k.UNHEALTHY_TAINT_KEY) for n in pool.nodes)
+    nodes = [v.sim.cluster.nodes[n] for n in pool.nodes]
+    return bool(nodes) and all(n.api.has_taint(k.UNHEALTHY_TAINT_KEY) for n in nodes)
 
 
 def _running_on(v: View, pool: str | None, *, fresh: bool = False) -> bool:
@@ -111,6 +124,7 @@ STEPS: dict[str, Callable[[View], bool]] = {
     ),
     "Workload evicted": lambda v: _workload_state(v) == "queued",
     "checkpoint requested": lambda v: k.CHECKPOINT_REQUEST_ANNOTATIONS[0] in _annotations(v),
+    "VM reset": lambda v: v.sim.cluster.nodes[v.victim].reset_sent_at is not None,
 }
 """The live tier's steps (their names as its tests record them) as predicates over the simulation."""
 
@@ -141,9 +155,10 @@ def live_like_timings(base: Timings, *, pod_startup_s: float, tas_toleration_s: 
     """The simulator's timings with what the live tier sets itself: the pods' start-up (kwok), their
     1 s grace, the trainers answering a checkpoint request at once (the live test answers it), the
     notice 420 s ahead, and the ``kueue_tas`` tolerations of the run; its Compute Engine double
-    (``tests/live/cluster/compute_double.py``), which reads a killed VM TERMINATED at once and never
-    fails, hangs or restarts one; and NotReady from the last renewal the node lifecycle controller
-    saw, as kube-controller-manager counts it."""
+    (``tests/live/cluster/compute_double.py``), which reads a killed VM TERMINATED at once, finishes
+    a reset in 2 s and never fails or restarts one (a hung guest is its own kind); the harness's 5 s
+    reboot of a reset VM; and NotReady from the last renewal the node lifecycle controller saw, as
+    kube-controller-manager counts it."""
     return replace(
         base,
         pod_startup_s=pod_startup_s,
@@ -156,6 +171,8 @@ def live_like_timings(base: Timings, *, pod_startup_s: float, tas_toleration_s: 
         checkpoint_answer_min_s=0.0,
         checkpoint_answer_max_s=0.0,
         compute_status_lag_s=0.0,
+        compute_reset_s=RESET_S,
+        vm_boot_s=REBOOT_S,
         compute_api_error_rate=0.0,
         hung_guest_fraction=0.0,
         compute_restart_fraction=0.0,
@@ -183,6 +200,8 @@ def simulate(
     timings = live_like_timings(
         probe_scenario.timings, pod_startup_s=pod_startup_s, tas_toleration_s=tas_toleration_s
     )
+    if kind in HUNG:
+        timings = replace(timings, hung_guest_fraction=1.0)
     placed = Simulation(replace(probe_scenario, timings=timings), make_policy(policy, probe_scenario))
     placed.run()
     victim, broken, spare = _placement(placed)
@@ -228,4 +247,7 @@ def _failure(kind: str, victim: str, timings: Timings, start: float, silent_s: f
         return Failure(start, victim, back_after=silent_s, kind=kind)
     if kind == MAINTENANCE:
         return Failure(start + timings.maintenance_notice_s, victim, kind=kind)
+    # A chip error and a Spot notice at the incident; a Spot notice on the victim's whole pool
+    # (``Infra.fail`` preempts the pool of the node it names): the taint at once, the pods Failed
+    # after their grace, the VMs stopped ``Timings.spot_notice_s`` later.
     return Failure(start, victim, kind=kind)

@@ -37,10 +37,13 @@ class Cluster:
         self.kickers: list[Callable[[], None]] = []
         self.watchers: list[Callable[[], None]] = []
         self.annotation_listeners: list[Callable[[Workload, tuple[str, ...]], None]] = []
+        """Told which keys a controller's JobSet annotation patch wrote (the workload may react)."""
         self.sigterm_checkpoint: Callable[[Workload], None] | None = None
         """How a trainer told to stop on a healthy slice saves its work (set by the simulation): GKE's
         drain and the controller's maintenance move both send SIGTERM with time to write it."""
-        """Told which keys a controller's JobSet annotation patch wrote (the workload may react)."""
+        self.reset_vm: Callable[[str], None] | None = None
+        """Compute Engine carrying out a controller's ``instances.reset`` of a node's VM
+        (``tpu_platform.sim.vm_reset``)."""
         self.kubelet_listeners: list[Callable[[], None]] = []
         """Told when a kubelet stops or restarts: only its node Lease shows it (no watch event)."""
         self.force_deletes = 0
@@ -101,6 +104,7 @@ class Cluster:
             },
             created=ready_at,
             uid=self.uid("node"),
+            provider_id=f"gce://sim-project/us-east5-b/gke-{name}",
         )
         node = SimNode(name=name, pool=pool.name, api=api, lease_from=ready_at)
         self.nodes[name] = node

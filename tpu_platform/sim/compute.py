@@ -11,7 +11,8 @@ Statuses as documented for ``Instance.status``
 (https://cloud.google.com/compute/docs/reference/rest/v1/instances): a VM whose host failed is
 ``TERMINATED`` ("stopped ... by underlying failure") until it is repaired or Compute Engine restarts
 it on another host (RUNNING again, with the ``compute.instances.hostError`` operation on record); a
-hung guest reads RUNNING throughout (``tpu_platform.sim.host_fates``).
+hung guest reads RUNNING throughout (``tpu_platform.sim.host_fates``). A reset the controller sent
+(``tpu_platform.sim.vm_reset``) is on record at once, pending until its Operation is done.
 """
 
 from __future__ import annotations
@@ -48,6 +49,10 @@ class ComputeApi:
         usable = answer is not None and answer.observed >= since and not failed
         return now - at >= (self.t.compute_reread_s if usable else self.t.compute_retry_s)
 
+    def expire(self, name: str) -> None:
+        """A reset was sent: the adapter reads the VM again at the next reconcile."""
+        self.attempted.pop(name, None)
+
     def forget(self, name: str) -> None:
         """The node is no longer suspect: the adapter drops its cache entry."""
         self.attempted.pop(name, None)
@@ -73,8 +78,13 @@ class ComputeApi:
         stopped = not node.vm_running and down is not None and sent - down >= lag
         err = node.host_error_at
         host_error = err if err is not None and sent - err >= lag else None
+        reset = node.reset_sent_at if node.reset_done else None
         answer = Instance(
-            status="TERMINATED" if stopped else "RUNNING", observed=sent, host_error_at=host_error
+            status="TERMINATED" if stopped else "RUNNING",
+            observed=sent,
+            host_error_at=host_error,
+            reset_at=reset if reset is not None and reset <= sent else None,
+            reset_pending=node.reset_sent_at is not None and not node.reset_done,
         )
         self.last[node.name] = answer
         return answer

@@ -135,7 +135,7 @@ class Infra:
         node = self.c.nodes.get(name)
         return node if node is not None and node.incarnation == inc else None
 
-    def _silence(self, node: SimNode) -> int:
+    def silence(self, node: SimNode) -> int:
         """The kubelet stops: no status, no Lease renewals; NotReady follows after the grace period."""
         t = self.c.t
         node.lease_last = node.lease_renewed(self.c.now, t.lease_renew_s)
@@ -161,7 +161,7 @@ class Infra:
             if back_after is None and repair
             else STOPPED
         )
-        inc = self._silence(node)
+        inc = self.silence(node)
         if fate != HUNG:
             node.vm_running, node.vm_down_at = False, self.c.now
         if fate == RESTARTED:
@@ -171,14 +171,14 @@ class Infra:
         self.node_died(node)
         t = self.c.t
         if back_after is not None:
-            self.c.engine.after(back_after, "kubelet-back", self._back, node.name, inc, False)
+            self.c.engine.after(back_after, "kubelet-back", self.kubelet_back, node.name, inc, False)
         if t.peer_exit_s is not None:
             self.c.engine.after(t.peer_exit_s, "peers-exit", self._peers_exit, node.name, inc)
 
     def _not_ready(self, name: str, inc: int) -> None:
         """The node lifecycle controller: Ready=Unknown and the unreachable taints."""
         node = self._current(name, inc)
-        if node is None:
+        if node is None or not node.ready:  # silenced again while NotReady (a reset): already marked
             return
         now = self.c.now
         api = node.api
@@ -216,7 +216,7 @@ class Infra:
                 if peer.attempt == pod.attempt and peer.key != key and self.c.kubelet_alive(peer):
                     self.c.fail_pod(peer, CAUSE_FAILURE)
 
-    def _back(self, name: str, inc: int, containers_survived: bool) -> None:
+    def kubelet_back(self, name: str, inc: int, containers_survived: bool) -> None:
         """The kubelet returns. After a reboot the containers that were running are gone (restartPolicy
         Never: their pods fail); after a kubelet restart they kept running. Deletions requested meanwhile
         are carried out now."""
@@ -333,9 +333,9 @@ class Infra:
 
     # --- the kubelet restarts ------------------------------------------------------------------------
     def _kubelet_pause(self, node: SimNode, seconds: float) -> None:
-        inc = self._silence(node)
+        inc = self.silence(node)
         node.repair_armed = False
-        self.c.engine.after(seconds, "kubelet-back", self._back, node.name, inc, True)
+        self.c.engine.after(seconds, "kubelet-back", self.kubelet_back, node.name, inc, True)
 
     # --- scheduled maintenance with notice -----------------------------------------------------------
     def _notice(self, f: Failure) -> None:
@@ -494,4 +494,4 @@ class Infra:
             t for t in api.taints if t.key not in (UNSCHEDULABLE_TAINT, k.IMPENDING_TERMINATION_TAINT)
         )
         self.c.update_node(node, replace(api, labels=labels, taints=taints, unschedulable=False))
-        self._back(node.name, node.incarnation, False)
+        self.kubelet_back(node.name, node.incarnation, False)

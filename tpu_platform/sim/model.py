@@ -108,6 +108,11 @@ class SimNode:
     """When Compute Engine recorded a ``compute.instances.hostError`` for the VM (a host death after
     which it restarted the VM elsewhere, ``host_fates.RESTARTED``); None if it never did."""
 
+    reset_sent_at: float | None = None
+    """When the controller's latest reset of the VM reached Compute Engine (its Operation's insert time)."""
+    reset_done: bool = False
+    """That reset's Operation is DONE: the guest running at ``reset_sent_at`` is gone."""
+
     def lease_renewed(self, now: float, every: float) -> float:
         """The node Lease's renewTime at ``now``."""
         if self.lease_last is not None:

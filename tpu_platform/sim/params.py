@@ -145,6 +145,12 @@ class Timings:
     containers that ran are gone."""
     compute_restart_s: float = 90.0
     """chosen: from a host error to the restarted VM RUNNING with its kubelet back."""
+    compute_reset_s: float = 15.0
+    """chosen (not published): from the controller's ``instances.reset`` call to its Operation
+    ``DONE``, for a hung guest and for a VM whose host died but which Compute Engine still reads
+    RUNNING alike. Shown as a range (SENSITIVITY)."""
+    vm_boot_s: float = 90.0
+    """chosen: from a reset done to the VM's kubelet registered again (guest boot, kubelet start)."""
     compute_api_latency_s: float = 0.5
     """chosen: one ``instances.get`` round trip; the answer describes the VM as it was when sent."""
     compute_reread_s: float = 5.0

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from tpu_platform.hotswap.core import Decision, PoolMemory, Preemption, Settings, Snapshot, decide
+from tpu_platform.hotswap.core import Decision, PoolMemory, Preemption, ResetVm, Settings, Snapshot, decide
 from tpu_platform.hotswap.core.maintenance import moving_pools, next_wake
 from tpu_platform.sim.cluster import Cluster
 from tpu_platform.sim.compute import ComputeApi
@@ -163,6 +163,10 @@ class Hotswap:
         stats.preemptions.extend(decision.preemptions)
         self.memory = decision.memory
         stats.actions.update(apply(self.c, decision.actions, moving=moving_pools(decision.pools)))
+        if self.compute is not None:
+            for a in decision.actions:
+                if isinstance(a, ResetVm):
+                    self.compute.expire(a.node)
         stats.track(snap.now, {p.name: p.declared for p in decision.pools})
         if not self._idle():
             self._arm(self.c.t.reconcile_interval_s)

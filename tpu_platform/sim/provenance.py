@@ -80,6 +80,8 @@ PROVENANCE: dict[str, tuple[str, str]] = {
     "hung_guest_fraction": (CHOSEN, "not published; shown as a range (SENSITIVITY)"),
     "compute_restart_fraction": (CHOSEN, "not published; shown as a range (SENSITIVITY)"),
     "compute_restart_s": (CHOSEN, "Compute Engine restart plus boot and kubelet registration"),
+    "compute_reset_s": (CHOSEN, "not published; shown as a range (SENSITIVITY)"),
+    "vm_boot_s": (CHOSEN, "guest boot and kubelet registration after a reset"),
     "compute_api_latency_s": (CHOSEN, "one instances.get round trip"),
     "compute_reread_s": (CODE, "tpu_platform/hotswap/adapter/config.py RuntimeConfig.compute_reread_seconds"),
     "compute_retry_s": (CODE, "tpu_platform/hotswap/adapter/evidence.py Evidence.retry_s"),
@@ -95,6 +97,7 @@ SENSITIVITY: dict[str, tuple[float, ...]] = {
     "pod_startup_s": (30.0, 90.0, 180.0),
     "hung_guest_fraction": (0.0, 0.1, 0.3),
     "compute_restart_fraction": (0.0, 0.3, 1.0),
+    "compute_reset_s": (5.0, 15.0, 60.0),
 }
 """Chosen parameters the silent-host-death headline depends on, and the values it is shown over."""
 

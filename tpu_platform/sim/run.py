@@ -24,6 +24,7 @@ from tpu_platform.sim.policies import Baseline, ControllerStats, Hotswap, Policy
 from tpu_platform.sim.scheduler import Scheduler
 from tpu_platform.sim.traces import Failure
 from tpu_platform.sim.versions import node_monitor_grace_s, stack_minor
+from tpu_platform.sim.vm_reset import VmResets
 from tpu_platform.sim.workload import MixOptions, Successor, mix_from_stack, pools_from_stack
 
 
@@ -143,6 +144,7 @@ class Simulation:
             save_checkpoint=self.jobsets.save_checkpoint,
             toleration_s=policy.toleration_s(s.timings),
         )
+        self.resets = VmResets(c, self.infra)
         c.occupancy_listeners.append(self._occupied)
         for spec in s.workloads:
             self.engine.at(spec.submit_at, "submit", self._submit, spec)

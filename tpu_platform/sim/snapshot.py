@@ -22,6 +22,7 @@ from tpu_platform.hotswap.core import (
     NodePool,
     PatchNode,
     Pod,
+    ResetVm,
     Settings,
     Snapshot,
     suspect_since,
@@ -271,6 +272,10 @@ def apply(c: Cluster, actions: Iterable[Action], *, moving: frozenset[str] = fro
                     c.note_force_delete(pod)
                     c.remove_pod(pod)
                     counts["force-delete"] += 1
+            case ResetVm():
+                if c.reset_vm is not None:
+                    c.reset_vm(action.node)
+                    counts["vm-reset"] += 1
             case EmitEvent():
                 counts["event"] += 1
     return counts

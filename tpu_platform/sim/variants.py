@@ -90,20 +90,21 @@ def kueue_tas_mid(base: Scenario) -> Result:
 Rows = tuple[tuple[str, dict[str, Any], dict[str, Any]], ...]
 """Label, controller settings and timings on top of the run's."""
 
-_SHIPPED = {"lease_stale_seconds": 0, "compute_corroboration": True, "force_delete_unconfirmed": False}
+_SHIPPED = {
+    "lease_stale_seconds": 0,
+    "compute_corroboration": True,
+    "force_delete_unconfirmed": False,
+    "reset_silent_vms": True,
+}
+_LEASE = {**_SHIPPED, "lease_stale_seconds": 20}
+_UNFENCED = {**_LEASE, "reset_silent_vms": False}
 ABLATION: Rows = (
-    ("Compute confirms (shipped default)", _SHIPPED, {}),
-    ("+ Lease signal", {**_SHIPPED, "lease_stale_seconds": 20}, {}),
-    (
-        "+ Lease, Compute status 120 s late",
-        {**_SHIPPED, "lease_stale_seconds": 20},
-        {"compute_status_lag_s": 120.0},
-    ),
-    (
-        "+ Lease, 50% Compute API errors",
-        {**_SHIPPED, "lease_stale_seconds": 20},
-        {"compute_api_error_rate": 0.5},
-    ),
+    ("Compute confirms, reset fence (shipped default)", _SHIPPED, {}),
+    ("+ Lease signal", _LEASE, {}),
+    ("+ Lease, Compute status 120 s late", _LEASE, {"compute_status_lag_s": 120.0}),
+    ("+ Lease, 50% Compute API errors", _LEASE, {"compute_api_error_rate": 0.5}),
+    ("+ Lease, no reset fence", _UNFENCED, {}),
+    ("+ Lease, no reset fence, status 120 s late", _UNFENCED, {"compute_status_lag_s": 120.0}),
     ("NotReady timer, Compute veto (opt-in)", {**_SHIPPED, "force_delete_unconfirmed": True}, {}),
     (
         "NotReady timer, no Compute (opt-in)",

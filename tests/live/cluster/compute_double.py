@@ -1,8 +1,8 @@
 """Compute Engine and its metadata server on loopback, for the controller's corroboration reads.
 
-Compute Engine cannot run locally, so the live tier serves the two reads the controller makes and the
-metadata-server endpoints ``google.auth`` uses to mint Application Default Credentials, one threaded
-HTTP server for both. The controller process is pointed at it as it would be at a Private Service
+Compute Engine cannot run locally, so the live tier serves the two reads and the reset the controller
+makes and the metadata-server endpoints ``google.auth`` uses to mint Application Default Credentials,
+one threaded HTTP server for both. The controller process is pointed at it as it would be at a Private Service
 Connect endpoint (``runtime.compute_endpoint``) and at a metadata server (``GCE_METADATA_HOST``,
 ``GCE_METADATA_IP``, :meth:`ComputeDouble.env`); its code path is the one it runs in the cluster.
 
@@ -24,10 +24,15 @@ Compute Engine's two reads, as google-cloud-compute 1.48.0's REST transport send
 ``zone_operations/transports/rest_base.py``, ``_BaseList``), with the metadata server's token as
 ``Authorization: Bearer``: ``GET /compute/v1/projects/P/zones/Z/instances/I`` (an ``Instance``) and
 ``GET /compute/v1/projects/P/zones/Z/operations?filter=...`` (an ``OperationList``; uint64 fields as
-JSON strings, as proto3's JSON mapping writes them). Errors use Google's JSON error body, which
-``google.api_core.exceptions.from_http_response`` reads.
+JSON strings, as proto3's JSON mapping writes them). The reset, as ``instances/transports/rest_base.py``
+``_BaseReset`` sends it: ``POST /compute/v1/projects/P/zones/Z/instances/I/reset?requestId=...``, answered
+with the zonal Operation (``operationType: reset``) that the operations list then shows, ``RUNNING`` for
+``reset_s`` and ``DONE`` after; a repeated ``requestId`` gets the first Operation back, as the API
+documents. Errors use Google's JSON error body, which ``google.api_core.exceptions.from_http_response``
+reads.
 
-Every VM is RUNNING until a test stops it; every request is recorded.
+Every VM is RUNNING until a test stops it; a reset does not change its status; every request is
+recorded.
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tpu_platform.hotswap.adapter.compute import HOST_ERROR, VmRef, parse_provider_id
+from tpu_platform.hotswap.adapter.compute import HOST_ERROR, RESET, VmRef, parse_provider_id
 
 METADATA = "/computeMetadata/v1/"
 SERVICE_ACCOUNT = "instance/service-accounts/default/"
@@ -52,7 +57,8 @@ CLOUD_PLATFORM = "https://www.googleapis.com/auth/cloud-platform"
 API = "https://www.googleapis.com/compute/v1"
 INSTANCE = re.compile(r"^/compute/v1/projects/([^/]+)/zones/([^/]+)/instances/([^/]+)$")
 OPERATIONS = re.compile(r"^/compute/v1/projects/([^/]+)/zones/([^/]+)/operations$")
-HOST_ERROR_FILTER = re.compile(r'^\(operationType = "([^"]+)"\) AND \(targetId = ([0-9]+)\)$')
+RESET_PATH = re.compile(r"^/compute/v1/projects/([^/]+)/zones/([^/]+)/instances/([^/]+)/reset$")
+TARGET_FILTER = re.compile(r"^\(targetId = ([0-9]+)\)$")
 """The one filter the controller sends (``adapter/compute.py``); anything else is answered 400, so a
 changed filter fails the live tier instead of passing unfiltered."""
 
@@ -60,7 +66,8 @@ changed filter fails the live tier instead of passing unfiltered."""
 @dataclass(frozen=True)
 class Call:
     """One request: ``kind`` is ``ping``, ``project-id``, ``service-account``, ``token``,
-    ``instances.get``, ``zoneOperations.list`` or ``unknown``; ``vm`` for the two Compute reads."""
+    ``instances.get``, ``zoneOperations.list``, ``instances.reset`` or ``unknown``; ``vm`` for the
+    Compute calls."""
 
     kind: str
     path: str
@@ -81,12 +88,16 @@ def _rfc3339(epoch: float) -> str:
 class ComputeDouble:
     """Thread-safe; ``start()`` binds a free port on 127.0.0.1, ``stop()`` ends the server thread."""
 
-    def __init__(self, project: str = "tpu-live-1234") -> None:
+    def __init__(self, project: str = "tpu-live-1234", reset_s: float = 2.0) -> None:
         self.project = project
+        self.reset_s = reset_s
+        """How long a reset's Operation stays RUNNING before it is DONE."""
         self.email = f"hotswap@{project}.iam.gserviceaccount.com"
         self._lock = threading.Lock()
         self._changes: dict[VmRef, list[tuple[float, str]]] = {}
         self._host_errors: dict[VmRef, list[float]] = {}
+        self._resets: dict[VmRef, dict[str, float]] = {}
+        """Per VM: requestId -> when the reset was inserted (epoch s)."""
         self._tokens: set[str] = set()
         self._served: dict[int, VmRef] = {}
         self._calls: list[Call] = []
@@ -99,6 +110,9 @@ class ComputeDouble:
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
+                double._serve(self)
+
+            def do_POST(self) -> None:
                 double._serve(self)
 
             def log_message(self, format: str, *args: Any) -> None:
@@ -140,6 +154,7 @@ class ComputeDouble:
         with self._lock:
             self._changes.clear()
             self._host_errors.clear()
+            self._resets.clear()
             self._served.clear()
             self._calls.clear()
 
@@ -154,6 +169,11 @@ class ComputeDouble:
         ref = _ref(provider_id)
         with self._lock:
             self._host_errors.setdefault(ref, []).append(at)
+
+    def resets_of(self, provider_id: str) -> list[float]:
+        """When each reset of the node's VM was inserted (epoch s), one per distinct requestId."""
+        with self._lock:
+            return sorted(self._resets.get(_ref(provider_id), {}).values())
 
     def status(self, ref: VmRef) -> str:
         now = time.monotonic()
@@ -212,8 +232,20 @@ class ComputeDouble:
     def _compute(
         self, req: BaseHTTPRequestHandler, path: str, query: dict[str, list[str]]
     ) -> tuple[str, int, Any, VmRef | None]:
-        instance, operations = INSTANCE.fullmatch(path), OPERATIONS.fullmatch(path)
-        kind = "instances.get" if instance else "zoneOperations.list" if operations else "unknown"
+        instance, operations, reset = (
+            INSTANCE.fullmatch(path),
+            OPERATIONS.fullmatch(path),
+            RESET_PATH.fullmatch(path),
+        )
+        kind = (
+            "instances.get"
+            if instance and req.command == "GET"
+            else "zoneOperations.list"
+            if operations and req.command == "GET"
+            else "instances.reset"
+            if reset and req.command == "POST"
+            else "unknown"
+        )
         auth = req.headers.get("Authorization", "")
         with self._lock:
             authorized = auth.startswith("Bearer ") and auth.removeprefix("Bearer ") in self._tokens
@@ -224,7 +256,13 @@ class ComputeDouble:
                 _error(401, "Request is missing required authentication credential.", "required"),
                 None,
             )
-        if instance:
+        if kind == "instances.reset" and reset:
+            ref = VmRef(*reset.groups())
+            request_id = (query.get("requestId") or [""])[0]
+            with self._lock:
+                inserted = self._resets.setdefault(ref, {}).setdefault(request_id, time.time())
+            return kind, 200, self._operation(ref, vm_id(ref), 0, RESET, inserted), ref
+        if kind == "instances.get" and instance:
             ref = VmRef(*instance.groups())
             with self._lock:
                 self._served[vm_id(ref)] = ref
@@ -238,49 +276,57 @@ class ComputeDouble:
                 "selfLink": f"{zone}/instances/{ref.instance}",
             }
             return kind, 200, body, ref
-        if operations:
+        if kind == "zoneOperations.list" and operations:
             project, zone = operations.group(1), operations.group(2)
-            return kind, *self._host_errors_of(project, zone, query)
+            return kind, *self._operations_of(project, zone, query)
         return kind, 404, _error(404, f"The requested URL {path} was not found.", "notFound"), None
 
-    def _host_errors_of(
+    def _operations_of(
         self, project: str, zone: str, query: dict[str, list[str]]
     ) -> tuple[int, Any, VmRef | None]:
-        """The recorded host errors of the one VM the filter names (by the id ``instances.get`` gave)."""
-        m = HOST_ERROR_FILTER.fullmatch((query.get("filter") or [""])[0])
-        if m is None or m.group(1) != HOST_ERROR:
+        """The host errors and resets of the one VM the filter names (by the id ``instances.get`` gave)."""
+        m = TARGET_FILTER.fullmatch((query.get("filter") or [""])[0])
+        if m is None:
             return (
                 400,
                 _error(400, f"Invalid value for field 'filter': {query.get('filter')}", "invalid"),
                 None,
             )
-        target = int(m.group(2))
+        target = int(m.group(1))
         with self._lock:
             ref = self._served.get(target)
             if ref is not None and (ref.project, ref.zone) != (project, zone):
                 ref = None  # an id of another zone's VM: nothing here
-            times = list(self._host_errors.get(ref, [])) if ref is not None else []
+            errors = list(self._host_errors.get(ref, [])) if ref is not None else []
+            resets = list(self._resets.get(ref, {}).values()) if ref is not None else []
         zone_link = f"{API}/projects/{project}/zones/{zone}"
         items = (
             []
             if ref is None
-            else [
-                {
-                    "kind": "compute#operation",
-                    "id": str(target + 1 + i),
-                    "name": f"systemevent-{int(at * 1000)}-{ref.instance}",
-                    "operationType": HOST_ERROR,
-                    "targetId": str(target),
-                    "targetLink": f"{zone_link}/instances/{ref.instance}",
-                    "insertTime": _rfc3339(at),
-                    "status": "DONE",
-                    "zone": zone_link,
-                }
-                for i, at in enumerate(times)
-            ]
+            else [self._operation(ref, target, 1 + i, HOST_ERROR, at) for i, at in enumerate(errors)]
+            + [self._operation(ref, target, 1 + len(errors) + i, RESET, at) for i, at in enumerate(resets)]
         )
         body = {"kind": "compute#operationList", "items": items, "selfLink": f"{zone_link}/operations"}
         return 200, body, ref
+
+    def _operation(self, ref: VmRef, target: int, n: int, kind: str, at: float) -> dict[str, Any]:
+        zone_link = f"{API}/projects/{ref.project}/zones/{ref.zone}"
+        done = kind != RESET or time.time() - at >= self.reset_s
+        op = {
+            "kind": "compute#operation",
+            "id": str(target + n),
+            "name": f"{'systemevent' if kind == HOST_ERROR else 'operation'}-{int(at * 1000)}-{ref.instance}",
+            "operationType": kind,
+            "targetId": str(target),
+            "targetLink": f"{zone_link}/instances/{ref.instance}",
+            "insertTime": _rfc3339(at),
+            "status": "DONE" if done else "RUNNING",
+            "zone": zone_link,
+            "selfLink": f"{zone_link}/operations/op-{target + n}",
+        }
+        if done and kind == RESET:
+            op["endTime"] = _rfc3339(at + self.reset_s)
+        return op
 
 
 def _ref(provider_id: str) -> VmRef:

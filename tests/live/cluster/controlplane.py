@@ -21,7 +21,7 @@ from pathlib import Path
 import yaml
 
 from .pki import CertificateAuthority, KeyPair, service_account_keys
-from .process import Process, ProcessGroup, free_port, https_ok
+from .process import Process, ProcessGroup, StartError, address_in_use, free_port, https_ok
 
 # kube-apiserver's default admission plugins (pkg/kubeapiserver/options/plugins.go,
 # DefaultOffAdmissionPlugins is the complement) plus NodeRestriction and ExtendedResourceToleration.
@@ -83,6 +83,16 @@ class ControlPlane:
             kubeconfig_text(self.url, self.pki.pem(), user="admin", cert=self.admin)
         )
 
+    def _move_api_port(self) -> None:
+        """Another process bound the API server's port first: drop the failed process, take a new
+        port and point the admin kubeconfig at it (nothing else has read it before the start)."""
+        self.group.processes[:] = [p for p in self.group.processes if p.name != "kube-apiserver"]
+        self.api_port = free_port()
+        self.url = f"https://127.0.0.1:{self.api_port}"
+        self.admin_kubeconfig.write_text(
+            kubeconfig_text(self.url, self.pki.pem(), user="admin", cert=self.admin)
+        )
+
     def _logs(self, name: str) -> Path:
         return self.workdir / "logs" / f"{name}.log"
 
@@ -101,7 +111,14 @@ class ControlPlane:
     def start(self) -> ControlPlane:
         try:
             self._start_etcd()
-            self._start_apiserver()
+            for attempt in range(3):
+                try:
+                    self._start_apiserver()
+                    break
+                except StartError as err:
+                    if attempt == 2 or not address_in_use(err):
+                        raise
+                    self._move_api_port()
             self._start_controller_manager()
             self._start_scheduler()
         except BaseException:

@@ -20,7 +20,7 @@ from . import rendered
 from . import workloads as w
 from .cluster import LiveCluster
 from .figures import Report
-from .incidents import HIGH, VMS, JobSetFactory, a_high_node, hold, low_pods, silent_host_death
+from .incidents import HIGH, VMS, JobSetFactory, a_high_node, high_pods_on, hold, low_pods, silent_host_death
 from .kube import Kube
 
 TOPOLOGY = "tpu-slices"
@@ -97,11 +97,6 @@ def assert_placed_by_tas(kube: Kube) -> None:
     wl = high_workload(kube)
     assert wl and (wl.get("status", {}).get("admission") or {}).get("podSetAssignments"), "TAS admitted it"
     assert "topologyAssignment" in json.dumps(wl["status"]["admission"]), "with a topology assignment"
-
-
-def high_pods_on(kube: Kube, node: str) -> list[dict[str, Any]]:
-    pods = w.pods_of(kube, HIGH.namespace, HIGH.jobset)
-    return [p for p in pods if p["spec"].get("nodeName") == node]
 
 
 def silent_host_death_waits(live: LiveCluster, report: Report, policy: str) -> None:

@@ -24,11 +24,25 @@ class StartError(RuntimeError):
     """A process exited or never became ready; the message carries the tail of its log."""
 
 
+_HANDED_OUT: set[int] = set()
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 free right now (the kernel's choice, as envtest picks ports)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A TCP port on 127.0.0.1 free right now (the kernel's choice, as envtest picks ports), never one
+    this process handed out before: a port is picked before its server binds it, and the kernel may
+    offer a just-closed one again to the next caller."""
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
+
+
+def address_in_use(err: StartError) -> bool:
+    """The process could not bind its port: another process took it between the pick and the bind."""
+    return "address already in use" in str(err)
 
 
 def log_tail(path: Path, lines: int = 25) -> str:

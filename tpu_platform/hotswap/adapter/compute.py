@@ -8,11 +8,12 @@ The VM behind a node is named by the node's ``spec.providerID``, ``gce://PROJECT
 - ``InstancesClient.get(project=, zone=, instance=)``: ``Instance.status``
   (https://cloud.google.com/compute/docs/reference/rest/v1/instances/get); 404 (``NotFound``) means
   the VM is gone;
-- ``ZoneOperationsClient.list`` with ``filter='operationType="compute.instances.hostError" AND
-  targetId=ID'`` (https://cloud.google.com/compute/docs/reference/rest/v1/zoneOperations/list, the
-  ``filter`` parameter; host errors in "About host events",
-  https://cloud.google.com/compute/docs/instances/host-maintenance-overview): the latest host error's
-  ``insertTime``.
+- ``ZoneOperationsClient.list`` with ``filter='(targetId = ID)'``
+  (https://cloud.google.com/compute/docs/reference/rest/v1/zoneOperations/list, the ``filter``
+  parameter): the latest ``compute.instances.hostError``'s ``insertTime`` (host errors in "About host
+  events", https://cloud.google.com/compute/docs/instances/host-maintenance-overview), and the latest
+  ``reset`` (the Operation ``instances.reset`` returns, ``adapter/vm_reset.py``): its ``insertTime``
+  once ``DONE`` without an error, else pending.
 
 Permissions: ``compute.instances.get`` and ``compute.zoneOperations.list`` (IAM permissions reference,
 https://cloud.google.com/compute/docs/access/iam-permissions). Every library error
@@ -56,6 +57,8 @@ MAX_PROVIDER_ID = 200
 """Longest accepted ``spec.providerID``: ``gce://`` + project (<= 63, or domain-scoped) + zone +
 instance (<= 63) with room to spare; anything longer is refused before the pattern runs."""
 HOST_ERROR = "compute.instances.hostError"
+RESET = "reset"
+"""``operationType`` of the Operation an ``instances.reset`` call creates."""
 GET = "instances.get"
 LIST = "zoneOperations.list"
 DEFAULT_TIMEOUT_S = 5.0
@@ -86,7 +89,7 @@ class ZoneOperationsApi(Protocol):
     def list(self, *, request: dict[str, Any], timeout: float, retry: None) -> Iterable[Any]: ...
 
 
-def _call_errors() -> tuple[type[BaseException], ...]:
+def call_errors() -> tuple[type[BaseException], ...]:
     """What a failed call raises: the library's errors, ``requests``' transport errors (REST), the
     auth library's (no token), and a plain timeout."""
     from google.api_core.exceptions import GoogleAPICallError, RetryError
@@ -101,6 +104,31 @@ def _rfc3339(text: str) -> float | None:
         return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() if text else None
     except ValueError:
         return None
+
+
+@dataclass(slots=True)
+class _Operations:
+    """The latest host error and reset among one VM's operations, each begun no later than the read."""
+
+    host_error: float | None = None
+    reset: float | None = None
+    reset_pending: bool = False
+
+    def add(self, op: Any, observed: float) -> None:
+        kind = getattr(op, "operation_type", "")
+        at = _rfc3339(getattr(op, "insert_time", "") or "")
+        if at is None or at > observed:
+            return
+        if kind == HOST_ERROR and (self.host_error is None or at > self.host_error):
+            self.host_error = at
+        elif kind == RESET:
+            status = getattr(getattr(op, "status", None), "name", getattr(op, "status", None))
+            if status != "DONE":
+                self.reset_pending = True
+            elif not getattr(getattr(op, "error", None), "errors", None) and (
+                self.reset is None or at > self.reset
+            ):
+                self.reset = at
 
 
 ReadObserver = Callable[[str, str, float], None]
@@ -124,7 +152,7 @@ class InstanceReader:
     def read(self, provider_id: object) -> Instance | None:
         from google.api_core.exceptions import NotFound
 
-        errors = _call_errors()
+        errors = call_errors()
         ref = parse_provider_id(provider_id)
         if ref is None:
             self._error("bad_provider_id")
@@ -151,31 +179,27 @@ class InstanceReader:
             return None
         self._observed(GET, "ok", started)
         observed = sent
-        host_error = None
+        ops = _Operations()
         vm_id = getattr(vm, "id", None)
         if isinstance(vm_id, int) and not isinstance(vm_id, bool) and vm_id > 0:
-            request = {
-                "project": ref.project,
-                "zone": ref.zone,
-                "filter": f'(operationType = "{HOST_ERROR}") AND (targetId = {vm_id})',
-            }
+            request = {"project": ref.project, "zone": ref.zone, "filter": f"(targetId = {vm_id})"}
             started = time.monotonic()
             try:
                 for op in self.operations.list(request=request, timeout=self.timeout_s, retry=None):
-                    if (
-                        getattr(op, "operation_type", "") != HOST_ERROR
-                        or getattr(op, "target_id", 0) != vm_id
-                    ):
-                        continue  # the filter is the server's; the check is ours
-                    at = _rfc3339(getattr(op, "insert_time", "") or "")
-                    if at is not None and at <= observed and (host_error is None or at > host_error):
-                        host_error = at
+                    if getattr(op, "target_id", 0) == vm_id:  # the filter is the server's; the check ours
+                        ops.add(op, observed)
             except errors as err:
                 self._observed(LIST, type(err).__name__, started)
                 self._error(f"operations_{type(err).__name__}")
             else:
                 self._observed(LIST, "ok", started)
-        return Instance(status=status, observed=observed, host_error_at=host_error)
+        return Instance(
+            status=status,
+            observed=observed,
+            host_error_at=ops.host_error,
+            reset_at=ops.reset,
+            reset_pending=ops.reset_pending,
+        )
 
     def _observed(self, call: str, outcome: str, started: float) -> None:
         if self.observe is not None:

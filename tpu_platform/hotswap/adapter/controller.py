@@ -39,8 +39,9 @@ from tpu_platform.hotswap.adapter.leader import LeaderElector
 from tpu_platform.hotswap.adapter.metrics import Metrics
 from tpu_platform.hotswap.adapter.needs import can_decide, runnable
 from tpu_platform.hotswap.adapter.rejections import report_rejections
+from tpu_platform.hotswap.adapter.vm_reset import SENT, VmResetter
 from tpu_platform.hotswap.core import constants as k
-from tpu_platform.hotswap.core.actions import Action, EvictionCause, EvictPod, ForceDeletePod
+from tpu_platform.hotswap.core.actions import Action, EvictionCause, EvictPod, ForceDeletePod, ResetVm
 from tpu_platform.hotswap.core.health import PoolMemory
 from tpu_platform.hotswap.core.model import JobSet, Pod, Snapshot
 from tpu_platform.hotswap.core.reconcile import Decision, decide
@@ -66,10 +67,15 @@ class Controller:
         leader: LeaderElector | None = None,
         clock: Callable[[], float] = time.time,
         evidence: Evidence | None = None,
+        resetter: VmResetter | None = None,
     ) -> None:
         rt = config.runtime
         self.evidence = evidence
         """Compute Engine answers for suspect nodes (with ``compute_corroboration`` on)."""
+        self.resetter = resetter
+        """Compute Engine resets of silent VMs (with ``reset_silent_vms`` on as well)."""
+        if evidence is not None and resetter is not None:
+            evidence.pending_reset = resetter.pending
         self.config = config
         self.metrics = metrics if metrics is not None else Metrics()
         self.leader = leader
@@ -238,7 +244,10 @@ class Controller:
                 self.metrics.actions.labels(kind=type(a).__name__, outcome="not-leader").inc()
             self.metrics.reconciles.labels(result="standby").inc()
         else:
-            ready, stale = runnable(decision.actions, fresh, watched)
+            resets = [a for a in decision.actions if isinstance(a, ResetVm)]
+            ready, stale = runnable(
+                [a for a in decision.actions if not isinstance(a, ResetVm)], fresh, watched
+            )
             for a in stale:
                 self.metrics.actions.labels(kind=type(a).__name__, outcome="stale-cache").inc()
             if stale:
@@ -265,9 +274,22 @@ class Controller:
             if any(r.outcome is Outcome.DEFERRED for r in results):
                 self.wake.set()
             self.expectations.expect(results, time.monotonic())
+            self._reset_vms(resets, fresh)
             self._record(decision, results)
             self.metrics.reconciles.labels(result="applied").inc()
         return decision
+
+    def _reset_vms(self, resets: list[ResetVm], fresh: list[str]) -> None:
+        """Send the decided resets, each only while this replica may still write, only from a fresh
+        node cache (the suspicion they act on is the cache's)."""
+        for a in resets:
+            if self.resetter is None or "nodes" not in fresh or not self.may_write():
+                outcome = "no-resetter" if self.resetter is None else "withheld"
+            else:
+                outcome = self.resetter.reset(a)
+                if outcome == SENT and self.evidence is not None:
+                    self.evidence.reset_sent(a.node)
+            self.metrics.actions.labels(kind="ResetVm", outcome=outcome).inc()
 
     def _log_dry_run(self, decision: Decision) -> None:
         """Log what would be done, once per distinct plan (the same plan recurs every reconcile)."""

@@ -37,8 +37,7 @@ from dataclasses import dataclass, replace
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from tpu_platform.hotswap.core.corroboration import (
-    NOT_RUNNING,
-    confirmed_down,
+    confirmed_by,
     known_running,
     suspect_since,
     suspects,
@@ -87,7 +86,8 @@ class ComputeMetrics:
         self.confirmations = Counter(
             "hotswap_compute_confirmations",
             "Suspect nodes whose VM Compute Engine confirmed not running, by status (HOST_ERROR: a "
-            "host error after the kubelet's last renewal); once per suspicion.",
+            "host error after the kubelet's last renewal; RESET: the controller's reset done since "
+            "then); once per suspicion.",
             ["status"],
             registry=r,
         )
@@ -160,6 +160,8 @@ class Evidence:
         self._entries: dict[str, _Entry] = {}
         self._inflight = 0
         self._counted: set[tuple[str, str, float]] = set()
+        self.pending_reset: Callable[[str, float], float | None] | None = None
+        """When this process sent a VM (by provider ID) a reset still in flight (``VmResetter.pending``)."""
 
     def join(self, nodes: Iterable[Node], settings: Settings, now: float) -> tuple[Node, ...]:
         """``nodes`` with the cached answer of each suspect node's VM, after refreshing what is due
@@ -179,13 +181,30 @@ class Evidence:
                 if e.evidence is not None
             }
         joined = tuple(
-            replace(n, instance=answers[(n.name, n.provider_id)])
+            replace(n, instance=self._with_reset(n, answers[(n.name, n.provider_id)], settings, now))
             if n.name in suspect and (n.name, n.provider_id) in answers
             else n
             for n in nodes
         )
         self._count(joined, suspect, settings, now)
         return joined
+
+    def reset_sent(self, name: str) -> None:
+        """A reset of ``name``'s VM was sent: read it again at the next reconcile."""
+        with self._lock:
+            entry = self._entries.get(name)
+            if entry is not None:
+                entry.attempted = float("-inf")
+
+    def _with_reset(self, node: Node, answer: Instance, settings: Settings, now: float) -> Instance:
+        """The answer, marked pending while this process's reset is in flight and not yet on record."""
+        sent = self.pending_reset(node.provider_id, now) if self.pending_reset is not None else None
+        since = suspect_since(node, settings, now)
+        if sent is None or answer.reset_pending:
+            return answer
+        if answer.reset_at is not None and since is not None and answer.reset_at >= since:
+            return answer
+        return replace(answer, reset_pending=True)
 
     def close(self) -> None:
         """Stop the pool; reads in flight finish within the reader's call timeout."""
@@ -262,12 +281,11 @@ class Evidence:
                 continue
             since = suspect_since(node, settings, now)
             assert since is not None
-            if confirmed_down(node, settings, now) is not None:
-                assert node.instance is not None
+            by = confirmed_by(node, settings, now)
+            if by is not None:
                 key = ("confirmed", node.name, since)
                 if key not in self._counted:
-                    status = node.instance.status if node.instance.status in NOT_RUNNING else "HOST_ERROR"
-                    self.metrics.confirmations.labels(status=status).inc()
+                    self.metrics.confirmations.labels(status=by).inc()
                 seen.add(key)
                 continue
             dead = node_dead_since(node)

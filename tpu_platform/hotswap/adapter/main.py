@@ -143,7 +143,14 @@ def run(cfg: Config, *, identity: str, kubeconfig: str | None) -> int:
             max_reads_per_minute=rt.compute_max_reads_per_minute,
             endpoint=rt.compute_endpoint,
         )
-    controller = Controller(api, cfg, identity=identity, metrics=metrics, leader=leader, evidence=evidence)
+    resetter = None
+    if evidence is not None and cfg.settings.reset_silent_vms:
+        from tpu_platform.hotswap.adapter.vm_reset import google_resetter
+
+        resetter = google_resetter(time.time, metrics.registry, endpoint=rt.compute_endpoint)
+    controller = Controller(
+        api, cfg, identity=identity, metrics=metrics, leader=leader, evidence=evidence, resetter=resetter
+    )
     try:
         start_http_server(rt.metrics_port, addr=rt.bind_address, registry=metrics.registry)
         probes = ProbeServer(

@@ -63,6 +63,7 @@ from tpu_platform.hotswap.core.actions import (
     EvictPod,
     ForceDeletePod,
     PatchNode,
+    ResetVm,
     action_sort_key,
 )
 from tpu_platform.hotswap.core.apply import apply_actions
@@ -128,6 +129,7 @@ __all__ = [
     "Preemption",
     "Problem",
     "Rejection",
+    "ResetVm",
     "Settings",
     "SettingsError",
     "Snapshot",

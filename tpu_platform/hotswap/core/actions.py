@@ -88,6 +88,19 @@ class ForceDeletePod:
 
 
 @dataclass(frozen=True, slots=True)
+class ResetVm:
+    """Hard-reset the VM behind a suspect node of a declared pool (Compute Engine ``instances.reset``):
+    the fence that lets its pods be force-deleted (``core/fencing.py``)."""
+
+    node: str
+    pool: str
+    provider_id: str
+    since: float
+    """When the node's suspicion began: with the VM, it names the reset (one per suspicion)."""
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class EmitEvent:
     """A Kubernetes Event on the object the controller acted on (``namespace`` empty for nodes)."""
 
@@ -112,11 +125,12 @@ class EmitEvent:
         return cls("Node", "", node[0], node[1], type_, reason, message, action)
 
 
-Action = PatchNode | AnnotateJobSet | EvictPod | ForceDeletePod | EmitEvent
+Action = PatchNode | AnnotateJobSet | EvictPod | ForceDeletePod | ResetVm | EmitEvent
 
 
 def action_sort_key(action: Action) -> tuple[int, str, str, str]:
-    """Taints first (so nothing new lands on a broken slice), then records, evictions, deletes, events."""
+    """Taints first (so nothing new lands on a broken slice), then records, evictions, deletes, VM
+    resets, events."""
     match action:
         case PatchNode():
             return (0, action.pool, action.node, "")
@@ -126,8 +140,10 @@ def action_sort_key(action: Action) -> tuple[int, str, str, str]:
             return (2, action.namespace, action.name, "")
         case ForceDeletePod():
             return (3, action.namespace, action.name, "")
+        case ResetVm():
+            return (4, action.pool, action.node, "")
         case EmitEvent():
-            return (4, action.kind, f"{action.namespace}/{action.name}", action.reason)
+            return (5, action.kind, f"{action.namespace}/{action.name}", action.reason)
     raise TypeError(f"not an action: {action!r}")
 
 

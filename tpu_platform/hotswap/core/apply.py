@@ -2,7 +2,7 @@
 
 Used by the idempotency tests and meant as the starting point of a simulator: an eviction only marks
 the pod Terminating (the kubelet, or a simulator's model of it, removes it later); a force delete
-removes it at once; events change nothing.
+removes it at once; a VM reset marks the node's evidence pending; events change nothing.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from tpu_platform.hotswap.core.actions import (
     EvictPod,
     ForceDeletePod,
     PatchNode,
+    ResetVm,
 )
 from tpu_platform.hotswap.core.model import JobSet, Node, Pod, Snapshot
 
@@ -45,6 +46,10 @@ def apply_actions(snapshot: Snapshot, actions: Iterable[Action], *, now: float |
                 pod = pods.get(action.key)
                 if pod is not None and pod.uid == action.uid:
                     del pods[pod.key]
+            case ResetVm():
+                node = nodes.get(action.node)
+                if node is not None and node.instance is not None:
+                    nodes[node.name] = replace(node, instance=replace(node.instance, reset_pending=True))
             case EmitEvent():
                 pass
     return replace(

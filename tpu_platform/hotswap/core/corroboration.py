@@ -26,6 +26,12 @@ kubelet's last Lease renewal, i.e. nothing of the node has been heard from since
 renewal time (the Lease not read) a host error confirms nothing, since an old one would be followed by
 a new boot whose pods may be running.
 
+A ``reset`` operation ``DONE`` without an error (``instances.reset``, "a hard reset ... the VM does
+not do a graceful shutdown", https://cloud.google.com/compute/docs/reference/rest/v1/instances/reset)
+confirms if it began after the kubelet's last renewal (or, with the Lease not read, after the
+suspicion began): it ended every process of the guest that ran the pods. The controller sends it
+itself, on a declared pool (``core/fencing.py``).
+
 A confirmation is not a transient signal, so it also declares the node's pool at once
 (:func:`confirmation_problems`): T_bad (``unhealthy_after_seconds``) exists to let a NotReady blip or a
 late Lease renewal clear, and a fresh not-running answer read after the suspicion is neither. Fail
@@ -72,7 +78,7 @@ def suspects(nodes: Iterable[Node], settings: Settings, now: float) -> tuple[Nod
     return tuple(n for n in nodes if suspect_since(n, settings, now) is not None)
 
 
-def _fresh(node: Node, settings: Settings, now: float) -> bool:
+def fresh_evidence(node: Node, settings: Settings, now: float) -> bool:
     ev = node.instance
     since = suspect_since(node, settings, now)
     if ev is None or since is None:
@@ -84,25 +90,46 @@ def known_running(node: Node, settings: Settings, now: float) -> bool:
     """Fresh evidence says the VM's guest runs (RUNNING, STOPPING, SUSPENDING, STAGING ...): its pods
     may still be running, so no timer may force-delete them. A kubelet restart that outlasts
     NotReady + ``dead_node_confirm_seconds`` is the case this fences (measured by bench/mttr.py)."""
-    if not settings.compute_corroboration or not _fresh(node, settings, now):
+    if not settings.compute_corroboration or not fresh_evidence(node, settings, now):
         return False
     return confirmed_down(node, settings, now) is None
 
 
-def confirmed_down(node: Node, settings: Settings, now: float) -> str | None:
-    """Why the VM behind ``node`` is confirmed not running, or None if it is not (or not known)."""
+HOST_ERROR = "HOST_ERROR"
+RESET = "RESET"
+WHY = {
+    HOST_ERROR: "Compute Engine recorded a host error for the VM since the kubelet was last heard",
+    RESET: "the VM was reset (operation done) since the kubelet was last heard",
+}
+
+
+def confirmed_by(node: Node, settings: Settings, now: float) -> str | None:
+    """What confirms the VM behind ``node`` not running: its status (one of :data:`NOT_RUNNING`),
+    :data:`HOST_ERROR` or :data:`RESET`; None if nothing does (or nothing is known)."""
     if not settings.compute_corroboration:
         return None
     ev = node.instance
-    if ev is None or not _fresh(node, settings, now):
+    if ev is None or not fresh_evidence(node, settings, now):
         return None
     if ev.status in NOT_RUNNING:
-        return f"Compute Engine reports the VM {ev.status}"
+        return ev.status
     renewed = node.lease_renewed
-    err = ev.host_error_at
-    if err is not None and renewed is not None and renewed <= err <= ev.observed:
-        return "Compute Engine recorded a host error for the VM since the kubelet was last heard"
+    if renewed is not None and ev.host_error_at is not None and renewed <= ev.host_error_at <= ev.observed:
+        return HOST_ERROR
+    # A reset kills what ran before it; its pods are Terminating (evicted) by then, so a kubelet that
+    # boots again stops them rather than starting them. It needs to fall in this suspicion only.
+    heard = renewed if renewed is not None else suspect_since(node, settings, now)
+    if ev.reset_at is not None and heard is not None and heard <= ev.reset_at <= ev.observed:
+        return RESET
     return None
+
+
+def confirmed_down(node: Node, settings: Settings, now: float) -> str | None:
+    """Why the VM behind ``node`` is confirmed not running, or None if it is not (or not known)."""
+    by = confirmed_by(node, settings, now)
+    if by is None:
+        return None
+    return WHY.get(by, f"Compute Engine reports the VM {by}")
 
 
 def confirmation_problems(nodes: Iterable[Node], settings: Settings, now: float) -> dict[str, list[Problem]]:

@@ -44,6 +44,11 @@ class Instance:
     host_error_at: float | None = None
     """Start of the latest ``compute.instances.hostError`` operation Compute Engine recorded for the
     instance (zoneOperations.list), if any."""
+    reset_at: float | None = None
+    """Start (``insertTime``) of the latest ``reset`` operation on the instance that Compute Engine
+    reports ``DONE`` without an error (zoneOperations.list), if any: the guest running then is gone."""
+    reset_pending: bool = False
+    """A reset of the instance was sent (by this controller) or is recorded but not ``DONE`` yet."""
 
 
 @dataclass(frozen=True, slots=True)

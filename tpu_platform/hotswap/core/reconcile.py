@@ -8,6 +8,7 @@ from tpu_platform.hotswap.core import constants as k
 from tpu_platform.hotswap.core.actions import Action, EmitEvent, EvictPod, sort_actions
 from tpu_platform.hotswap.core.corroboration import confirmation_problems
 from tpu_platform.hotswap.core.failfast import clear_stuck, fail_fast
+from tpu_platform.hotswap.core.fencing import vm_resets
 from tpu_platform.hotswap.core.health import (
     PoolMemory,
     PoolRecord,
@@ -152,6 +153,9 @@ def decide(
         deletes, del_events = clear_stuck(idx, s, now, evicted)
         actions.extend(deletes)
         actions.extend(del_events)
+        resets, reset_events = vm_resets(idx, statuses, s, now)
+        actions.extend(resets)
+        actions.extend(reset_events)
     preemptions: tuple[Preemption, ...] = ()
     if s.preemption:
         failing = frozenset(

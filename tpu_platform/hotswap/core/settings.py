@@ -157,6 +157,18 @@ class Settings:
             "bool",
         ),
     )
+    reset_silent_vms: bool = field(
+        default=True,
+        metadata=_doc(
+            """With compute_corroboration on: hard-reset (Compute Engine instances.reset) the VM of a
+            suspect node of a declared pool that Compute Engine reads RUNNING, and force-delete its
+            managed pods once the reset is done (no process of the guest that ran them is left). It
+            bounds a hung guest and Compute Engine's status lag after a host failure by the pool's
+            declaration plus the reset; a kubelet that would have come back reboots instead. Needs
+            compute.instances.reset besides the reads.""",
+            "bool",
+        ),
+    )
     instance_evidence_max_age_seconds: float = field(
         default=30.0,
         metadata=_doc(
