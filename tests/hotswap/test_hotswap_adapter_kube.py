@@ -15,6 +15,7 @@ from kubernetes import client
 
 from tpu_platform.hotswap.adapter.api import ApiError, Resource
 from tpu_platform.hotswap.adapter.kube import KubernetesApi
+from tpu_platform.hotswap.adapter.write_fence import WriteFenced, fenced
 
 
 class Recorder:
@@ -204,3 +205,27 @@ def test_node_leases_are_listed_and_watched_in_their_namespace(
     }
     with pytest.raises(ValueError, match="namespace"):
         api.list_objects(Resource("leases"))
+
+
+def test_a_fenced_write_sends_its_budget_as_the_timeout_parameter(
+    server: tuple[Recorder, KubernetesApi],
+) -> None:
+    """Inside a write fence every write kind carries the budget as a Go duration in whole
+    milliseconds (rounded down, so the server's deadline never ends after the client's); a
+    closed fence sends nothing; Lease calls are never fenced."""
+    rec, api = server
+    with fenced(lambda: 4.2009):
+        api.patch_node("tpu-a-0", [{"op": "add", "path": "/metadata/labels/x", "value": "y"}])
+        api.patch_jobset("ml", "low", {"metadata": {"uid": "u"}})
+        api.evict_pod("ml", "p", {})
+        api.delete_pod("ml", "p", grace_period_seconds=0, uid="u")
+        api.create_event("default", {})
+    assert [r["query"].get("timeout") for r in rec.requests] == ["4200ms"] * 5
+    assert rec.requests[3]["query"]["gracePeriodSeconds"] == "0"
+    rec.requests.clear()
+    with fenced(lambda: None):
+        with pytest.raises(WriteFenced):
+            api.patch_node("tpu-a-0", [])
+        api.get_lease("ns", "lease")
+        api.replace_lease("ns", "lease", {"metadata": {"name": "lease"}})
+    assert [(r["method"], r["query"]) for r in rec.requests] == [("GET", {}), ("PUT", {})]

@@ -196,3 +196,61 @@ def test_an_optimistic_renewal_over_a_changed_record_conflicts_and_sees_the_new_
     assert not a.try_acquire_or_renew(), "the stale update conflicts; the read shows b"
     assert a.lost.is_set() and not a.may_write()
     assert api.leases[(NS, NAME)]["spec"]["holderIdentity"] == "b"
+
+
+def test_the_write_budget_with_the_default_timings() -> None:
+    """15/10/2 s: a write may start until 8 s after the renewal was sent, with its client giving
+    up 2 s before the earliest takeover (renewal + 15 s): 13 s at first, 5.1 s at 7.9 s."""
+    api, clock = FakeApi(), Clock()
+    a = elector(api, clock, "a")
+    assert a.try_acquire_or_renew()
+    sent = clock.t
+    assert a.write_budget() == pytest.approx(13.0)
+    clock.t = sent + 7.9
+    assert a.write_budget() == pytest.approx(5.1) and a.may_write()
+    clock.t = sent + 8.0
+    assert a.write_budget() is None and not a.may_write()
+    assert a.is_leader(), "still leading: only writes stop at the fence"
+
+
+def test_no_write_starts_with_less_than_the_minimum_left() -> None:
+    """With the fence open until the renew deadline (no write margin) and a 1 s expiry margin,
+    the lease budget closes first: 5 - 1 - 3.6 = 0.4 s is under the 0.5 s minimum."""
+    api, clock = FakeApi(), Clock()
+    a = LeaderElector(
+        api,
+        namespace=NS,
+        name=NAME,
+        identity="a",
+        lease_duration=5.0,
+        renew_deadline=4.5,
+        retry_period=0.5,
+        write_margin=0.0,
+        expiry_margin=1.0,
+        clock=clock,
+    )
+    assert a.try_acquire_or_renew()
+    sent = clock.t
+    clock.t = sent + 3.4
+    assert a.write_budget() == pytest.approx(0.6)
+    clock.t = sent + 3.6
+    assert a.write_budget() is None and not a.may_write()
+    assert a.is_leader()
+
+
+def test_a_lost_lease_leaves_no_budget() -> None:
+    api, clock = FakeApi(), Clock()
+    a = elector(api, clock, "a")
+    assert a.try_acquire_or_renew()
+    api.fail["replace_lease"] = [ApiError(503, "Unavailable")] * 10
+    api.fail["get_lease"] = [ApiError(503, "Unavailable")] * 10
+    clock.t += 10.0
+    assert not a.try_acquire_or_renew()
+    assert a.lost.is_set() and a.write_budget() is None
+
+
+def test_margins_must_not_be_negative() -> None:
+    with pytest.raises(ValueError, match="expiry_margin"):
+        LeaderElector(FakeApi(), namespace=NS, name=NAME, identity="a", expiry_margin=-1.0)
+    with pytest.raises(ValueError, match="min_write_seconds"):
+        LeaderElector(FakeApi(), namespace=NS, name=NAME, identity="a", min_write_seconds=0.0)

@@ -67,6 +67,11 @@ class Resource:
 
 
 class KubeApi(Protocol):
+    """The writes (``patch_node``, ``patch_jobset``, ``evict_pod``, ``delete_pod``, ``create_event``)
+    made inside :func:`~tpu_platform.hotswap.adapter.write_fence.fenced` are fenced again by the
+    real client as it sends them, and time out within the lease's budget; Lease calls never are.
+    A fake may ignore the fence: the applier checks it before every write too."""
+
     def list_objects(self, resource: Resource) -> tuple[list[JSON], str]:
         """All objects and the list's resourceVersion."""
         ...

@@ -14,12 +14,18 @@ same pod is skipped (force delete must not bypass a PDB refusal).
 
 Every write first passes the fence (``may_write``: the leader holds the lease with margin, and the
 process is not shutting down), checked per write, not per batch: a renewal lost halfway through a
-batch stops the rest of it at once. A failed write never stops the batch: each action gets its own
-outcome, and a target that failed with a retryable error (transport, 429, 5xx) waits out its own
-exponential backoff (:class:`~tpu_platform.hotswap.adapter.ratelimit.ItemBackoff`, Retry-After as a
-floor) while the rest proceed; node patches have a backoff of their own capped at 1 s, so a held or
-failed taint is retried at the next reconcile tick. An Event is only sent when the writes it
-reports were all applied: no Event claims an eviction, a taint or a preemption that was not issued.
+batch stops the rest of it at once. With ``write_budget`` (the elector's
+:meth:`~tpu_platform.hotswap.adapter.leader.LeaderElector.write_budget`) the write is bound to it
+(:mod:`~tpu_platform.hotswap.adapter.write_fence`): the client checks the fence again when it
+sends the write, after its rate limiter, and gives the request a timeout that ends before the
+lease could pass to another replica; a write refused there is FENCED too.
+
+A failed write never stops the batch: each action gets its own outcome, and a target that failed
+with a retryable error (transport, 429, 5xx) waits out its own exponential backoff
+(:class:`~tpu_platform.hotswap.adapter.ratelimit.ItemBackoff`, Retry-After as a floor) while the
+rest proceed; node patches have a backoff of their own capped at 1 s, so a held or failed taint is
+retried at the next reconcile tick. An Event is only sent when the writes it reports were all
+applied: no Event claims an eviction, a taint or a preemption that was not issued.
 
 A batch has a time budget (``deadline``): writes not issued by then are deferred, and the
 controller decides again at once from fresh caches. Behind the client's QPS limit a backlog (a new
@@ -45,17 +51,17 @@ an eviction is never issued twice.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from enum import StrEnum
 
-from tpu_platform.hotswap.adapter.api import JOBSET_GROUP, JOBSET_VERSION, JSON, ApiError, KubeApi
+from tpu_platform.hotswap.adapter.api import JSON, ApiError, KubeApi
+from tpu_platform.hotswap.adapter.events import event_body
 from tpu_platform.hotswap.adapter.ratelimit import NODE_PATCH_BACKOFF_MAX_SECONDS, ItemBackoff
+from tpu_platform.hotswap.adapter.write_fence import WriteBudget, WriteFenced, fenced
 from tpu_platform.hotswap.core import constants as k
 from tpu_platform.hotswap.core.actions import (
     Action,
@@ -68,7 +74,6 @@ from tpu_platform.hotswap.core.actions import (
 )
 from tpu_platform.hotswap.core.model import Node, Snapshot
 
-CONTROLLER_NAME = "tpu-platform.dev/hotswap"
 NODE_PATCH_WORKERS = 4
 """Node patches written at once (each fenced on its own); 1 writes them one at a time."""
 log = logging.getLogger("hotswap.apply")
@@ -84,7 +89,8 @@ class Outcome(StrEnum):
     """429 on eviction: a PodDisruptionBudget refused it."""
     SKIPPED = "skipped"
     FENCED = "fenced"
-    """Not issued: the lease is not held with margin, or the process is stopping."""
+    """Not issued: the lease is not held with margin (when checked, or when the client would have
+    sent it), or the process is stopping."""
     BACKOFF = "backoff"
     """Not issued: this target failed recently and waits out its backoff."""
     DEFERRED = "deferred"
@@ -100,11 +106,6 @@ class ApplyResult:
     status: int | None = None
     """HTTP status of the write (0: transport error; None: not issued)."""
     retry_after: float | None = None
-
-
-def micro_time(t: float) -> str:
-    """RFC 3339 with microseconds, as MicroTime fields (Event.eventTime, Lease times) require."""
-    return datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _pointer(key: str) -> str:
@@ -156,49 +157,6 @@ def eviction_body(action: EvictPod) -> JSON:
         "metadata": {"name": action.name, "namespace": action.namespace},
         "deleteOptions": {"preconditions": {"uid": action.uid}},
     }
-
-
-_API_VERSIONS = {"Node": "v1", "Pod": "v1", "JobSet": f"{JOBSET_GROUP}/{JOBSET_VERSION}"}
-
-
-_EVENT_SEQUENCE = itertools.count()
-
-
-def event_name(regarding: str, now: float) -> str:
-    """``<object>.<hex nanoseconds>``, as client-go's event recorder names Events
-    (``tools/record/event.go``, ``makeEvent``). Not a ``generateName`` of ``<object>.``: the API
-    server validates a generateName as a DNS subdomain prefix, where only a trailing ``-`` is
-    allowed (apimachinery ``ValidateObjectMeta``, ``maskTrailingDash``), so it rejects that with 422.
-    A process-wide sequence keeps two Events of one reconcile on one object apart."""
-    return f"{regarding[:200]}.{int(now * 1e9) + next(_EVENT_SEQUENCE):x}"
-
-
-def event_body(action: EmitEvent, *, identity: str, now: float, node_namespace: str) -> tuple[str, JSON]:
-    """(namespace, events.k8s.io/v1 Event) for an EmitEvent."""
-    namespace = action.namespace or node_namespace
-    regarding: JSON = {
-        "apiVersion": _API_VERSIONS.get(action.kind, "v1"),
-        "kind": action.kind,
-        "name": action.name,
-    }
-    if action.namespace:
-        regarding["namespace"] = action.namespace
-    if action.uid:
-        regarding["uid"] = action.uid
-    body: JSON = {
-        "apiVersion": "events.k8s.io/v1",
-        "kind": "Event",
-        "metadata": {"name": event_name(action.name, now), "namespace": namespace},
-        "eventTime": micro_time(now),
-        "reportingController": CONTROLLER_NAME,
-        "reportingInstance": identity,
-        "action": action.action or action.reason,
-        "reason": action.reason,
-        "note": action.message[:1024],
-        "type": action.type,
-        "regarding": regarding,
-    }
-    return namespace, body
 
 
 def _outcome(err: ApiError, *, eviction: bool = False) -> Outcome:
@@ -273,6 +231,7 @@ class Applier:
         node_backoff: ItemBackoff | None = None,
         monotonic: Callable[[], float] = time.monotonic,
         node_patch_workers: int = NODE_PATCH_WORKERS,
+        write_budget: WriteBudget | None = None,
     ) -> None:
         if node_patch_workers < 1:
             raise ValueError(f"node_patch_workers must be >= 1, got {node_patch_workers}")
@@ -282,6 +241,8 @@ class Applier:
         self.node_event_namespace = node_event_namespace
         self.clock = clock
         self.may_write = may_write
+        self.write_budget = write_budget
+        """Seconds a write sent now may take (None: none may start); None here: no lease budget."""
         self.backoff = backoff if backoff is not None else ItemBackoff()
         self.node_backoff = (
             node_backoff if node_backoff is not None else ItemBackoff(cap=NODE_PATCH_BACKOFF_MAX_SECONDS)
@@ -406,11 +367,12 @@ class Applier:
             wait = backoff.waiting(key)
             if wait > 0:
                 return ApplyResult(action, Outcome.BACKOFF, f"retry in {wait:.1f}s")
-            if not self.may_write():
+            if not self.may_write() or (self.write_budget is not None and self.write_budget() is None):
                 return ApplyResult(action, Outcome.FENCED, "lease not held with margin, or stopping")
             return None
 
-        result = self._apply_one(action, nodes, untainted_pools, unrecorded, failed_evictions, gate=gate)
+        with fenced(self.write_budget):
+            result = self._apply_one(action, nodes, untainted_pools, unrecorded, failed_evictions, gate=gate)
         if result.outcome in (Outcome.APPLIED, Outcome.GONE, Outcome.CONFLICT):
             backoff.forget(key)
         elif result.outcome in (Outcome.FAILED, Outcome.BLOCKED):
@@ -469,6 +431,8 @@ class Applier:
                     if (held := gate()) is not None:
                         return held
                     self.api.create_event(namespace, body)
+        except WriteFenced as err:
+            return ApplyResult(action, Outcome.FENCED, str(err))
         except ApiError as err:
             return ApplyResult(
                 action,

@@ -131,6 +131,7 @@ class Controller:
             node_event_namespace=rt.node_event_namespace,
             clock=clock,
             may_write=self.may_write,
+            write_budget=None if leader is None else leader.write_budget,
         )
         self.expectations = Expectations(self.nodes, self.pods, self.jobsets)
         self.last_loop = time.monotonic()

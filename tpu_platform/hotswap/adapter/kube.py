@@ -23,6 +23,14 @@ Transport rules:
   cannot hold the control loop; a watch reads for its ``timeoutSeconds`` + 30 s, and keepalive
   covers a dead connection in between.
 - A client-side token bucket (:mod:`~tpu_platform.hotswap.adapter.ratelimit`) before every request.
+- Writes (patch, eviction, delete, Event; not the Lease, whose updates are the renewals) made
+  inside :func:`~tpu_platform.hotswap.adapter.write_fence.fenced` are fenced again *after* the
+  token bucket, as they are sent: refused (``WriteFenced``, nothing sent) when the lease budget
+  says no write may start, else sent with one total timeout ``min(budget, read timeout)``
+  (urllib3 ``Timeout(total=...)``: connect and send within it, each read within what is left of
+  it) and the same value as the ``timeout`` query parameter, which kube-apiserver makes the
+  request's deadline (apiserver ``endpoints/filters/request_deadline.go``, capped by
+  ``--request-timeout``, 60 s), as client-go's ``Request.Timeout`` does (``rest/request.go``).
 """
 
 from __future__ import annotations
@@ -46,6 +54,7 @@ from tpu_platform.hotswap.adapter.api import (
     Resource,
 )
 from tpu_platform.hotswap.adapter.ratelimit import TokenBucket
+from tpu_platform.hotswap.adapter.write_fence import write_timeout
 
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -154,6 +163,13 @@ class KubernetesApi:
         self.limiter = limiter if limiter is not None else TokenBucket()
         self.observe = observe
 
+    @property
+    def write_timeout_cap(self) -> float:
+        """The longest total timeout of a fenced write: the read timeout (the longest any request
+        waits for its answer)."""
+        t = self.request_timeout
+        return float(t) if isinstance(t, int | float) else float(t[1])
+
     @classmethod
     def from_environment(
         cls, kubeconfig: str | None = None, *, identity: str = "", observe: RequestObserver | None = None
@@ -175,9 +191,18 @@ class KubernetesApi:
         content_type: str = "application/json",
         timeout: float | tuple[float, float] | None = None,
         stream: bool = False,
+        write: bool = False,
     ) -> Any:
-        """One request; returns the parsed JSON body (or, with ``stream``, the open response)."""
+        """One request; returns the parsed JSON body (or, with ``stream``, the open response).
+
+        A ``write`` inside a write fence is checked again here, after the rate limiter, and carries
+        the lease's budget as its timeout (raises ``WriteFenced``, sending nothing, if none is left)."""
         self.limiter.take()
+        if write:
+            budget = write_timeout(self.write_timeout_cap)
+            if budget is not None:
+                timeout = budget
+                query = [*(query or []), ("timeout", go_duration(budget))]
         started = time.monotonic()
         status = TRANSPORT
         try:
@@ -287,6 +312,7 @@ class KubernetesApi:
             path_params={"name": name},
             body=patch,
             content_type=JSON_PATCH,
+            write=True,
         )
 
     def patch_jobset(self, namespace: str, name: str, patch: JSON) -> None:
@@ -298,6 +324,7 @@ class KubernetesApi:
             path_params={"namespace": namespace, "name": name},
             body=patch,
             content_type=MERGE_PATCH,
+            write=True,
         )
 
     def evict_pod(self, namespace: str, name: str, body: JSON) -> None:
@@ -308,6 +335,7 @@ class KubernetesApi:
             resource="pods/eviction",
             path_params={"namespace": namespace, "name": name},
             body=body,
+            write=True,
         )
 
     def delete_pod(self, namespace: str, name: str, *, grace_period_seconds: int, uid: str) -> None:
@@ -324,6 +352,7 @@ class KubernetesApi:
                 "gracePeriodSeconds": grace_period_seconds,
                 "preconditions": {"uid": uid},
             },
+            write=True,
         )
 
     def create_event(self, namespace: str, body: JSON) -> None:
@@ -334,6 +363,7 @@ class KubernetesApi:
             resource="events",
             path_params={"namespace": namespace},
             body=body,
+            write=True,
         )
 
     def get_lease(self, namespace: str, name: str, *, timeout: float | None = None) -> JSON | None:
@@ -372,6 +402,12 @@ class KubernetesApi:
             body=body,
             timeout=timeout,
         )
+
+
+def go_duration(seconds: float) -> str:
+    """A Go duration (``time.ParseDuration``) of whole milliseconds, rounded down, at least 1 ms:
+    the server's deadline never ends after the client's."""
+    return f"{max(1, int(seconds * 1000))}ms"
 
 
 def _drain(response: Any) -> bytes:

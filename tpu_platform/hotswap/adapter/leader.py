@@ -20,15 +20,26 @@ Model: ``k8s.io/client-go/tools/leaderelection/leaderelection.go`` (client-go v0
   seeing another holder) sets :attr:`LeaderElector.lost` and calls ``on_lost``: like client-go's
   ``OnStoppedLeading`` (which controllers make fatal), the process stops writing at once and exits,
   so Kubernetes restarts it clean.
-- Fencing (:meth:`LeaderElector.may_write`): a write is issued only while the last successful
-  renewal, timed from just *before* its update (or create) request was sent, is younger than
-  ``RenewDeadline`` minus a margin (:attr:`LeaderElector.write_margin`, default one retry period).
-  Another candidate can only take over ``LeaseDuration`` after it saw that renewal, which landed
-  after it was sent, so a fenced write reaches the server at least ``LeaseDuration -
-  RenewDeadline + margin`` (7 s by default) before anyone else may lead. Timing from the update
-  rather than from the read before it keeps a slow read from eating the fence: a renewal that has
-  just succeeded re-opens it at once, and so does a first acquisition, whose writes can go out in
-  the first reconcile.
+- Fencing (:meth:`LeaderElector.write_budget`; :meth:`LeaderElector.may_write` is "a budget is
+  left"), on the local monotonic clock from ``renewed_at``, taken just *before* the last successful
+  renewal's update (or create) was sent. Another candidate may take the Lease only
+  ``leaseDurationSeconds`` after it saw the record change (client-go ``isLeaseValid``:
+  ``observedTime + LeaseDurationSeconds``, the record's whole seconds, which this elector writes as
+  ``int(lease_duration)`` as client-go does), and it cannot see our renewal before we sent it, so
+  the earliest takeover is ``renewed_at + lease_seconds``. Hence every write (1) starts only while
+  ``now - renewed_at < renew_deadline - write_margin`` (8 s by default); (2) gets a client timeout
+  of at most ``renewed_at + lease_seconds - expiry_margin - now`` (13 s right after a renewal, 5 s
+  at the fence's edge), so its client has had its answer or given up (closed the connection) by
+  ``renewed_at + 13 s``, 2 s before the earliest takeover; (3) is not started with less than
+  ``min_write_seconds`` (0.5 s) left. The client takes the budget when it sends the write, after
+  its rate limiter (:mod:`~tpu_platform.hotswap.adapter.write_fence`). ``expiry_margin`` (one retry
+  period) covers the replicas' clock rates differing (client-go's package comment: tolerant of
+  skew, not of skew *rate*), the scheduling between the check and the socket, and timer
+  granularity. What no client timeout bounds: a write the server has already received may still
+  be committed after the client gave up (``tpu_platform/hotswap/README.md``, the safety rules).
+  Timing from the update rather than from the read before it keeps a slow read from eating the
+  fence: a renewal that has just succeeded re-opens it at once, and so does a first acquisition,
+  whose writes can go out in the first reconcile.
 - The elector thread never releases the lease; the process does once, after its last write has
   returned (:meth:`LeaderElector.release` is idempotent, so there is no second release and 409).
 """
@@ -43,10 +54,13 @@ from collections.abc import Callable
 from typing import Any
 
 from tpu_platform.hotswap.adapter.api import JSON, ApiError, KubeApi
-from tpu_platform.hotswap.adapter.applier import micro_time
+from tpu_platform.hotswap.adapter.events import micro_time
 
 log = logging.getLogger("hotswap.leader")
 JITTER_FACTOR = 1.2
+MIN_WRITE_SECONDS = 0.5
+"""No write starts with less time than this left: it would time out (leaving its outcome unknown)
+rather than be answered."""
 RELEASE_ATTEMPTS = 3
 """A release that meets a transport error or 5xx is retried (the lease is re-read, so a release
 that did land is not repeated: no second release, no 409)."""
@@ -64,6 +78,8 @@ class LeaderElector:
         renew_deadline: float = 10.0,
         retry_period: float = 2.0,
         write_margin: float | None = None,
+        expiry_margin: float | None = None,
+        min_write_seconds: float = MIN_WRITE_SECONDS,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
         on_change: Callable[[bool], None] | None = None,
@@ -80,6 +96,12 @@ class LeaderElector:
         self.renew_deadline = renew_deadline
         self.retry_period = retry_period
         self.write_margin = retry_period if write_margin is None else write_margin
+        """Writes stop this long before the renew deadline."""
+        self.expiry_margin = retry_period if expiry_margin is None else expiry_margin
+        """Every write's client gives up at least this long before the lease could be taken."""
+        self.min_write_seconds = min_write_seconds
+        if self.write_margin < 0 or self.expiry_margin < 0 or min_write_seconds <= 0:
+            raise ValueError("need write_margin >= 0, expiry_margin >= 0 and min_write_seconds > 0")
         self.request_timeout = max(0.5, min(5.0, renew_deadline / 2))
         """Per-call timeout for lease requests: a hung call cannot eat the renew deadline."""
         self.clock = clock
@@ -125,12 +147,29 @@ class LeaderElector:
                     self._lose("renew deadline passed or lease taken")
             return leading
 
-    def may_write(self) -> bool:
-        """The fence every write passes: leading, with ``write_margin`` to spare before the deadline."""
+    @property
+    def lease_seconds(self) -> int:
+        """The lease duration as the Lease records it (whole seconds): what other candidates wait."""
+        return int(self.lease_duration)
+
+    def write_budget(self) -> float | None:
+        """Seconds a write sent now may take before its client gives up, or None if none may start.
+
+        None unless leading with ``write_margin`` to spare before the renew deadline; else the time
+        left until ``expiry_margin`` before the earliest moment another replica could take the
+        Lease (``renewed_at + lease_seconds``), and None if that is under ``min_write_seconds``."""
         with self._lock:
             if not self.is_leader() or self._renewed_at is None:
-                return False
-            return self.clock() - self._renewed_at < self.renew_deadline - self.write_margin
+                return None
+            age = self.clock() - self._renewed_at
+            if age >= self.renew_deadline - self.write_margin:
+                return None
+            left = self.lease_seconds - self.expiry_margin - age
+            return left if left >= self.min_write_seconds else None
+
+    def may_write(self) -> bool:
+        """The fence every write passes: a write may start now (:meth:`write_budget`)."""
+        return self.write_budget() is not None
 
     def _lose(self, why: str) -> None:
         if self.lost.is_set():

@@ -29,8 +29,15 @@ METRIC = "hotswap_rejected_inputs"
 def rejection_event(r: Rejection) -> EmitEvent:
     """The warning Event on the refused object: what was refused and what the controller does."""
     message = (
-        f"Ignored by the hotswap controller until fixed ({r.reason}): {r.detail}. "
-        "It is neither helped nor preempted meanwhile; see tpu_platform/hotswap/README.md."
+        (
+            f"Value ignored by the hotswap controller ({r.reason}): {r.detail}. The object is otherwise "
+            "handled as usual; see tpu_platform/hotswap/README.md."
+        )
+        if r.value_only
+        else (
+            f"Ignored by the hotswap controller until fixed ({r.reason}): {r.detail}. "
+            "It is neither helped nor preempted meanwhile; see tpu_platform/hotswap/README.md."
+        )
     )
     return EmitEvent(r.kind, r.namespace, r.name, r.uid, "Warning", EVENT_REASON, message, "Ignore")
 

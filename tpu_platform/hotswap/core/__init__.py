@@ -27,7 +27,8 @@ Decision
     ``problems, bad_since, unhealthy_since, clean_since, recovers_at, flapping, declared_now,
     recovered_now, history``), ``preemptions`` (:class:`Preemption`: ``beneficiary, priority, victims,
     pools, slices_needed, work_lost, cleared_pools``), ``held`` (mass-outage guard), ``notes`` and
-    ``rejected`` (:class:`Rejection` per JobSet or pod left alone because a value was refused) and
+    ``rejected`` (:class:`Rejection` per JobSet or pod left alone because a value was refused, and with
+    ``value_only`` per time refused on a node, pod or JobSet otherwise handled as usual) and
     ``suspects`` (pools with unconfirmed workload TPU-error reports).
     ``reconcile(snapshot, settings=None) -> tuple[Action, ...]`` is the short form.
     Deterministic, and idempotent: ``decide(apply_actions(s, decide(s).actions))`` has no actions.

@@ -123,7 +123,7 @@ def _confirmed(node: Node, settings: Settings, now: float) -> str | None:
         return down
     if not settings.force_delete_unconfirmed:
         return None
-    dead_since = node_dead_since(node)
+    dead_since = node_dead_since(node, now=now)
     if dead_since is None or now - dead_since < settings.dead_node_confirm_seconds:
         return None
     if known_running(node, settings, now):

@@ -9,21 +9,45 @@ GKE repairs a multi-host pool by recreating it, and fresh Node objects carry non
 caller may therefore pass a :class:`PoolMemory` (returned by the previous decision): it is used only
 for a pool none of whose nodes carries state and none of whose nodes it has seen carrying state, that
 is, a pool whose nodes were all replaced. State removed by hand from known nodes still ends the hold.
+
+Every time read from a node is bounded (:func:`~tpu_platform.hotswap.core.timeutil.accepted`): a
+condition's transition or a taint's ``timeAdded`` later than now + skew, or earlier than the node's
+creation, dates nothing (the problem counts from when the controller first saw it, through
+``suspect-since``; a clean condition does not move the clean clock); so does a creation time later
+than now + skew. The stored state is bounded in :mod:`tpu_platform.hotswap.core.pool_state`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+import math
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 
 from tpu_platform.hotswap.core import constants as k
 from tpu_platform.hotswap.core.actions import PatchNode
-from tpu_platform.hotswap.core.model import Node, NodePool, Taint
+from tpu_platform.hotswap.core.model import Node, NodePool
+from tpu_platform.hotswap.core.pool_state import (
+    OWN_TAINT,
+    PoolMemory,
+    PoolRecord,
+    carries_state,
+    node_key,
+    node_patches,
+    read_state,
+    recall,
+)
 from tpu_platform.hotswap.core.settings import Settings
-from tpu_platform.hotswap.core.timeutil import format_time, format_time_list, parse_time, parse_time_list
+from tpu_platform.hotswap.core.timeutil import (
+    CLOCK_SKEW_SECONDS,
+    accepted,
+    format_time,
+    format_time_list,
+    parse_time,
+    shown,
+)
 
-OWN_TAINT = Taint(key=k.UNHEALTHY_TAINT_KEY, effect=k.UNHEALTHY_TAINT_EFFECT, value=k.UNHEALTHY_TAINT_VALUE)
 MAX_HISTORY = 10
 MAX_REASON_CHARS = 250
 
@@ -124,21 +148,35 @@ class ProblemDetector:
     def problems(self, node: Node, now: float) -> list[Problem]:
         out: list[Problem] = []
         ready = None
+        lo, hi = _window(node, now)
         for c in node.conditions:
             if c.type == "Ready":
                 ready = c
             elif c.status == "True" and c.type in self._conditions:
-                out.append(Problem(node.name, c.type, c.last_transition))
+                t = c.last_transition
+                out.append(Problem(node.name, c.type, t if lo <= t <= hi else None))
         if ready is None:
-            out.append(Problem(node.name, "no Ready condition", node.created))
+            out.append(
+                Problem(
+                    node.name, "no Ready condition", node.created if _LOWEST <= node.created <= hi else None
+                )
+            )
         elif ready.status != "True":
-            out.append(Problem(node.name, f"Ready={ready.status}", ready.last_transition))
+            t = ready.last_transition
+            out.append(Problem(node.name, f"Ready={ready.status}", t if lo <= t <= hi else None))
         renewed = node.lease_renewed
-        if self._lease_stale > 0 and renewed is not None and now - renewed >= self._lease_stale:
+        if (
+            self._lease_stale > 0
+            and renewed is not None
+            and _LOWEST <= renewed <= hi
+            and now - renewed >= self._lease_stale
+        ):
             out.append(Problem(node.name, "lease not renewed", renewed + self._lease_stale))
-        for t in node.taints:
-            if t.key in self._taints:
-                out.append(Problem(node.name, f"taint {t.key}", t.time_added))
+        for taint in node.taints:
+            if taint.key in self._taints:
+                t_added = taint.time_added
+                since = t_added if t_added is not None and lo <= t_added <= hi else None
+                out.append(Problem(node.name, f"taint {taint.key}", since))
         labels = node.labels
         if labels:
             if labels.get(k.ACTIVE_MAINTENANCE_LABEL) == k.ACTIVE_MAINTENANCE_VALUE:
@@ -148,13 +186,78 @@ class ProblemDetector:
                 out.append(Problem(node.name, "scheduled maintenance", scheduled - self._lead))
         return out
 
-    def last_change(self, node: Node) -> float:
-        """Latest transition of Ready or a watched condition: a clean node has been clean since then."""
-        latest = node.created
+    def last_change(self, node: Node, now: float) -> float:
+        """Latest transition of Ready or a watched condition (or creation): a clean node has been clean
+        since then. Times outside their bounds are left out (0.0 if none is left)."""
+        lo, hi = _window(node, now)
+        latest = node.created if _LOWEST <= node.created <= hi else 0.0
         for c in node.conditions:
-            if (c.type == "Ready" or c.type in self._conditions) and c.last_transition > latest:
-                latest = c.last_transition
+            if c.type == "Ready" or c.type in self._conditions:
+                t = c.last_transition
+                if lo <= t <= hi and t > latest:
+                    latest = t
         return latest
+
+    def refused_times(self, node: Node, now: float) -> list[tuple[str, str]]:
+        """(field, why) for each time on ``node`` that these checks leave out (as :meth:`problems` and
+        :meth:`last_change` do), for the decision's refusals."""
+        hi = now + CLOCK_SKEW_SECONDS
+        created, renewed = node.created, node.lease_renewed
+        ok = _LOWEST <= created <= hi
+        lo = created - CLOCK_SKEW_SECONDS if ok else _LOWEST
+        if renewed is not None and not _LOWEST <= renewed <= hi:
+            ok = False
+        if ok:
+            for c in node.conditions:
+                if not lo <= c.last_transition <= hi and (c.type == "Ready" or c.type in self._conditions):
+                    ok = False
+                    break
+        if ok:
+            for t in node.taints:
+                added = t.time_added
+                if added is not None and not lo <= added <= hi and t.key in self._taints:
+                    ok = False
+                    break
+        if ok:
+            return []
+        watched = [c for c in node.conditions if c.type == "Ready" or c.type in self._conditions]
+        taints = [t for t in node.taints if t.time_added is not None and t.key in self._taints]
+        skew = f"now + {CLOCK_SKEW_SECONDS:g}s"
+        span = f"not between the node's creation and {skew}"
+        out: list[tuple[str, str]] = []
+        if not _LOWEST <= created <= hi:
+            out.append(("creation-time", f"creationTimestamp {shown(created)} is later than {skew}"))
+        for c in watched:
+            if not lo <= c.last_transition <= hi:
+                out.append(
+                    (
+                        "condition-time",
+                        f"{c.type[:60]} lastTransitionTime {shown(c.last_transition)} is {span}",
+                    )
+                )
+        for t in taints:
+            if not lo <= t.time_added <= hi:  # type: ignore[operator]
+                out.append(("taint-time", f"taint {t.key[:80]} timeAdded {shown(t.time_added)} is {span}"))
+        if renewed is not None and not _LOWEST <= renewed <= hi:
+            out.append(("lease-renew-time", f"Lease renewTime {shown(renewed)} is later than {skew}"))
+        return out
+
+
+_LOWEST = -sys.float_info.max
+"""Finite: ``_LOWEST <= t`` fails for -inf (and NaN), as ``t <= hi`` does for inf."""
+
+
+def _window(node: Node, now: float) -> tuple[float, float]:
+    """(lo, hi): a time on ``node`` counts if ``lo <= t <= hi`` (:func:`~tpu_platform.hotswap.core.
+    timeutil.accepted` with the node's creation, if within bounds, as ``not_before``)."""
+    hi = now + CLOCK_SKEW_SECONDS
+    created = node.created
+    return (created - CLOCK_SKEW_SECONDS if _LOWEST <= created <= hi else _LOWEST), hi
+
+
+def _created(node: Node, now: float) -> float | None:
+    """The node's creation time, if within bounds: nothing about the node happened before it."""
+    return node.created if accepted(node.created, now) else None
 
 
 def chips_withdrawn(node: Node) -> bool:
@@ -168,100 +271,23 @@ def chips_withdrawn(node: Node) -> bool:
     return type(cap) is int and type(alloc) is int and 0 <= alloc < cap
 
 
-def node_dead_since(node: Node) -> float | None:
+def node_dead_since(node: Node, *, now: float | None = None) -> float | None:
     """When the node stopped being Ready (or became unreachable); None while Ready or unknown.
 
     A Ready node is never dead, however slow: the kubelet is alive and will finish its pods. A stale
-    Lease alone does not count either: it may be a kubelet slow to renew.
+    Lease alone does not count either: it may be a kubelet slow to renew. The earliest known of Ready's
+    transition and the unreachable taint's ``timeAdded``; a non-finite time is unknown (NaN passed every
+    ``now - since`` timer). With ``now``, so is one later than now + skew or earlier than the node's
+    creation (for a timer, unknown is never long enough). Without it a later time still only delays
+    (not dead long enough, no evidence read after it), but an earlier one passes a timer.
     """
     ready = node.condition("Ready")
     if ready is None or ready.status == "True":
         return None
-    since = ready.last_transition
-    for t in node.taints:
-        if t.key == k.UNREACHABLE_TAINT and t.time_added is not None and t.time_added < since:
-            since = t.time_added
-    return since
-
-
-def node_key(node: Node) -> str:
-    """Identity of one Node object: a recreated node gets a new uid (or creation time) under its name."""
-    return node.uid or f"{node.name}@{node.created!r}"
-
-
-@dataclass(frozen=True, slots=True)
-class PoolRecord:
-    """What the controller last wrote on one pool's nodes, kept so node re-creation does not erase it."""
-
-    pool: str
-    declared: bool = False
-    unhealthy_since: float | None = None
-    reason: str = ""
-    clean_since: float | None = None
-    history: tuple[float, ...] = ()
-    """Declaration times within the flap window, oldest first."""
-    nodes: frozenset[str] = frozenset()
-    """Keys (:func:`node_key`) of nodes seen carrying this state: their loss of it is not a re-creation."""
-
-
-@dataclass(frozen=True, slots=True)
-class PoolMemory:
-    """Immutable pool memory, one record per pool, sorted by pool name. Empty: nodes alone decide."""
-
-    records: tuple[PoolRecord, ...] = ()
-    _by_pool: Mapping[str, PoolRecord] = field(default_factory=dict, init=False, compare=False, repr=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_by_pool", {r.pool: r for r in self.records})
-
-    @classmethod
-    def of(cls, records: Iterable[PoolRecord]) -> PoolMemory:
-        return cls(tuple(sorted(records, key=lambda r: r.pool)))
-
-    def get(self, pool: str) -> PoolRecord | None:
-        return self._by_pool.get(pool)
-
-
-@dataclass(slots=True)
-class _Persisted:
-    tainted: bool = False
-    unhealthy_since: float | None = None
-    suspect_since: float | None = None
-    clean_since: float | None = None
-    reason: str = ""
-    history: tuple[float, ...] = ()
-    from_memory: bool = False
-
-    @property
-    def declared(self) -> bool:
-        return self.tainted or self.unhealthy_since is not None
-
-
-def _carries_state(node: Node) -> bool:
-    ann = node.annotations
-    return node.has_taint(k.UNHEALTHY_TAINT_KEY) or (
-        bool(ann)
-        and (
-            k.UNHEALTHY_SINCE_ANNOTATION in ann
-            or k.UNHEALTHY_HISTORY_ANNOTATION in ann
-            or k.CLEAN_SINCE_ANNOTATION in ann
-        )
-    )
-
-
-def _recall(st: _Persisted, nodes: Sequence[Node], record: PoolRecord | None) -> _Persisted:
-    """The remembered state, if the nodes carry none and all of them are unknown to the record."""
-    if record is None or any(_carries_state(n) or node_key(n) in record.nodes for n in nodes):
-        return st
-    return _Persisted(
-        tainted=record.declared,
-        unhealthy_since=record.unhealthy_since if record.declared else None,
-        suspect_since=st.suspect_since,
-        clean_since=record.clean_since if record.declared else None,
-        reason=record.reason if record.declared else "",
-        history=tuple(sorted(set(st.history) | set(record.history))),
-        from_memory=True,
-    )
+    late, floor = (math.inf, None) if now is None else (now, _created(node, now))
+    times = [ready.last_transition, *(t.time_added for t in node.taints if t.key == k.UNREACHABLE_TAINT)]
+    known = [t for t in times if t is not None and accepted(t, late, floor)]
+    return min(known) if known else None
 
 
 def _remember(
@@ -278,7 +304,7 @@ def _remember(
     declared = status.declared
     if not declared and not history:
         return None
-    carrying = frozenset(node_key(n) for n in nodes if _carries_state(n))
+    carrying = frozenset(node_key(n) for n in nodes if carries_state(n))
     return PoolRecord(
         pool=status.name,
         declared=declared,
@@ -288,32 +314,6 @@ def _remember(
         history=history,
         nodes=carrying or (previous.nodes if previous is not None else frozenset()),
     )
-
-
-def _read_state(nodes: Sequence[Node]) -> _Persisted:
-    """Merge what the controller wrote on the pool's nodes (they may disagree after a partial write)."""
-    st = _Persisted()
-    history: set[float] = set()
-    for n in nodes:
-        if n.has_taint(k.UNHEALTHY_TAINT_KEY):
-            st.tainted = True
-        ann = n.annotations
-        if not ann:
-            continue
-        t = parse_time(ann.get(k.UNHEALTHY_SINCE_ANNOTATION))
-        if t is not None and (st.unhealthy_since is None or t < st.unhealthy_since):
-            st.unhealthy_since = t
-        t = parse_time(ann.get(k.SUSPECT_SINCE_ANNOTATION))
-        if t is not None and (st.suspect_since is None or t < st.suspect_since):
-            st.suspect_since = t
-        t = parse_time(ann.get(k.CLEAN_SINCE_ANNOTATION))
-        if t is not None and (st.clean_since is None or t > st.clean_since):
-            st.clean_since = t
-        if not st.reason:
-            st.reason = ann.get(k.UNHEALTHY_REASON_ANNOTATION, "")
-        history.update(parse_time_list(ann.get(k.UNHEALTHY_HISTORY_ANNOTATION)))
-    st.history = tuple(sorted(history))
-    return st
 
 
 def assess_pool(
@@ -362,7 +362,7 @@ def assess_pool(
             untimed = True
     extra = dict(extra_annotations) if extra_annotations else {}
     bad = bool(problems)
-    st = _recall(_read_state(nodes), nodes, record)
+    st = recall(read_state(nodes, now), nodes, record, now)
     window_start = now - settings.flap_window_seconds
     declared = st.declared
     desired: dict[str, str | None]
@@ -372,7 +372,7 @@ def assess_pool(
             status = PoolStatus(pool.name, PoolState.HEALTHY, history=st.history)
             desired = dict.fromkeys(_POOL_STATE_ANNOTATIONS)
             memo = _remember(status, nodes, record, window_start=window_start)
-            return status, _patches(nodes, False, {**desired, **extra}, "pool healthy"), memo
+            return status, node_patches(nodes, False, {**desired, **extra}, "pool healthy"), memo
         suspect = (st.suspect_since if st.suspect_since is not None else now) if untimed else None
         bad_since = min([*timed, *([suspect] if suspect is not None else [])])
         if now - bad_since < settings.unhealthy_after_seconds and not confirmed:
@@ -386,7 +386,7 @@ def assess_pool(
                 k.UNHEALTHY_REASON_ANNOTATION: None,
             }
             memo = _remember(status, nodes, record, window_start=window_start)
-            return status, _patches(nodes, False, {**desired, **extra}, "pool suspect"), memo
+            return status, node_patches(nodes, False, {**desired, **extra}, "pool suspect"), memo
         history = (*(t for t in st.history if t > window_start), now)[-MAX_HISTORY:]
         status = PoolStatus(
             pool.name,
@@ -406,7 +406,7 @@ def assess_pool(
             k.CLEAN_SINCE_ANNOTATION: None,
         }
         memo = _remember(status, nodes, record, window_start=window_start, reason=status.reason)
-        return status, _patches(nodes, True, {**desired, **extra}, "pool unhealthy"), memo
+        return status, node_patches(nodes, True, {**desired, **extra}, "pool unhealthy"), memo
 
     unhealthy_since = st.unhealthy_since if st.unhealthy_since is not None else now
     history = st.history
@@ -430,17 +430,23 @@ def assess_pool(
             history=history,
         )
         memo = _remember(status, nodes, record, window_start=window_start, reason=reason)
-        patches = _patches(nodes, True, {**kept, k.CLEAN_SINCE_ANNOTATION: None, **extra}, "pool unhealthy")
+        patches = node_patches(
+            nodes, True, {**kept, k.CLEAN_SINCE_ANNOTATION: None, **extra}, "pool unhealthy"
+        )
         return status, patches, memo
 
+    changes = [detector.last_change(n, now) for n in nodes]
     if st.clean_since is not None:
         stamp = st.clean_since
     elif st.from_memory:
-        # Replacement nodes: T_good counts from their own clean (or creation) time, not from now.
-        stamp = max(detector.last_change(n) for n in nodes) if nodes else now
+        # Replacement nodes: T_good counts from their own clean (or creation) time, not from now, and
+        # never from before the declaration (the pool was bad then).
+        stamp = (
+            max([*changes, *([] if st.unhealthy_since is None else [st.unhealthy_since])]) if nodes else now
+        )
     else:
         stamp = now
-    clean_since = max([stamp, *(detector.last_change(n) for n in nodes)])
+    clean_since = max([stamp, *changes])
     needed = settings.flapping_healthy_after_seconds if flapping else settings.healthy_after_seconds
     if now - clean_since >= needed:
         status = PoolStatus(
@@ -454,7 +460,7 @@ def assess_pool(
         )
         desired = dict.fromkeys(_POOL_STATE_ANNOTATIONS)
         memo = _remember(status, nodes, record, window_start=window_start)
-        return status, _patches(nodes, False, {**desired, **extra}, "pool recovered"), memo
+        return status, node_patches(nodes, False, {**desired, **extra}, "pool recovered"), memo
     status = PoolStatus(
         pool.name,
         PoolState.RECOVERING,
@@ -465,38 +471,25 @@ def assess_pool(
         recovers_at=clean_since + needed,
     )
     memo = _remember(status, nodes, record, window_start=window_start, reason=reason, clean_stamp=stamp)
-    patches = _patches(
+    patches = node_patches(
         nodes, True, {**kept, k.CLEAN_SINCE_ANNOTATION: format_time(stamp), **extra}, "pool recovering"
     )
     return status, patches, memo
 
 
-def _patches(
-    nodes: Sequence[Node], want_taint: bool, desired: dict[str, str | None], reason: str
-) -> list[PatchNode]:
-    """Per-node diffs against the desired taint and annotations; nodes already in line get none."""
-    sets = sorted((key, v) for key, v in desired.items() if v is not None)
-    removes = sorted(key for key, v in desired.items() if v is None)
-    out = []
-    for n in nodes:
-        has = n.has_taint(k.UNHEALTHY_TAINT_KEY)
-        ann = n.annotations
-        if not sets and not has and not want_taint and (not ann or not any(key in ann for key in removes)):
-            continue
-        set_ann = tuple((key, v) for key, v in sets if ann.get(key) != v)
-        rm_ann = tuple(key for key in removes if key in ann)
-        add = (OWN_TAINT,) if want_taint and not has else ()
-        rm = (k.UNHEALTHY_TAINT_KEY,) if has and not want_taint else ()
-        if set_ann or rm_ann or add or rm:
-            out.append(
-                PatchNode(
-                    node=n.name,
-                    pool=n.pool,
-                    add_taints=add,
-                    remove_taints=rm,
-                    set_annotations=set_ann,
-                    remove_annotations=rm_ann,
-                    reason=reason,
-                )
-            )
-    return out
+__all__ = [
+    "MAX_HISTORY",
+    "MAX_REASON_CHARS",
+    "OWN_TAINT",
+    "PoolMemory",
+    "PoolRecord",
+    "PoolState",
+    "PoolStatus",
+    "Problem",
+    "ProblemDetector",
+    "assess_pool",
+    "chips_withdrawn",
+    "node_dead_since",
+    "node_key",
+    "summarize",
+]

@@ -4,10 +4,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tpu_platform.hotswap.core.health import ProblemDetector
 from tpu_platform.hotswap.core.inputs import Rejection
 from tpu_platform.hotswap.core.model import JobSet, Node, NodePool, Pod, Snapshot, is_managed
 from tpu_platform.hotswap.core.screen import as_occupant, jobset_rejection, pod_rejection
 from tpu_platform.hotswap.core.settings import Settings
+from tpu_platform.hotswap.core.time_bounds import (
+    bounded_jobset,
+    bounded_pod,
+    node_rejections,
+    termination_rejections,
+)
 
 
 class ClusterIndex:
@@ -15,7 +22,9 @@ class ClusterIndex:
 
     Refused objects (:mod:`tpu_platform.hotswap.core.screen`) are listed in ``rejected``: a refused
     JobSet is not indexed, and a refused pod, or one whose ``jobset_uid`` is not its JobSet's UID,
-    belongs to no JobSet (it still occupies its node).
+    belongs to no JobSet (it still occupies its node). Times beyond now + clock skew are refused
+    (:mod:`tpu_platform.hotswap.core.time_bounds`): on pods and JobSets the indexed copies carry the
+    bounded times; those on nodes are left out by the health rules; each is listed in ``rejected``.
     """
 
     __slots__ = (
@@ -45,14 +54,19 @@ class ClusterIndex:
                 members.append(n)
                 self.nodes[n.name] = n
                 self.node_pool[n.name] = n.pool
+        now = snap.now
+        self.rejected: list[Rejection] = []
         for members in self.nodes_by_pool.values():
             members.sort(key=lambda n: n.name)
-        self.rejected: list[Rejection] = []
+        detector = ProblemDetector(settings)
+        self.rejected.extend(node_rejections(self.nodes_by_pool.values(), now, detector, settings))
         self.jobsets: dict[str, JobSet] = {}
-        for js in snap.jobsets:
-            refused = jobset_rejection(js)
+        for raw_js in snap.jobsets:
+            refused = jobset_rejection(raw_js)
             if refused is None:
+                js, late = bounded_jobset(raw_js, now, settings)
                 self.jobsets[js.key] = js
+                self.rejected.extend(late)
             else:
                 self.rejected.append(refused)
         self.managed: frozenset[str] = frozenset(key for key, js in self.jobsets.items() if is_managed(js))
@@ -66,12 +80,15 @@ class ClusterIndex:
         """Pods bound to the pool's nodes with failed containers, finished or not, none refused: the
         candidates for workload reports (:mod:`tpu_platform.hotswap.core.workload_signals`)."""
         node_pool = self.node_pool
-        for pod in self._screened_pods(snap.pods):
+        signals = settings.workload_signals
+        for pod in self._screened_pods(snap.pods, now):
             pool = node_pool.get(pod.node) if pod.node is not None else None
             if pod.deletion_timestamp is not None and pool is not None:
                 self.terminating.append(pod)
             if pod.terminations and pool is not None and pod.rejection is None:
                 self.reporting_by_pool.setdefault(pool, []).append(pod)
+                if signals:
+                    self.rejected.extend(termination_rejections(pod, now))
             if pod.finished:
                 continue
             if pod.jobset is not None:
@@ -83,18 +100,21 @@ class ClusterIndex:
                 if nominated is not None:
                     self.nominated_pools.add(nominated)
 
-    def _screened_pods(self, pods: tuple[Pod, ...]) -> list[Pod]:
+    def _screened_pods(self, pods: tuple[Pod, ...], now: float) -> list[Pod]:
         out = []
         for raw in pods:
-            pod = raw
             refused = pod_rejection(raw)
             if refused is not None:
                 self.rejected.append(refused)
-                pod = as_occupant(raw)
-            elif raw.jobset is not None and raw.jobset_uid:
-                owner = self.jobsets.get(raw.jobset)
-                if owner is None or owner.uid != raw.jobset_uid:
-                    pod = replace(raw, jobset=None)
+                out.append(as_occupant(raw))
+                continue
+            pod, late = bounded_pod(raw, now)
+            if late:
+                self.rejected.extend(late)
+            if pod.jobset is not None and pod.jobset_uid:
+                owner = self.jobsets.get(pod.jobset)
+                if owner is None or owner.uid != pod.jobset_uid:
+                    pod = replace(pod, jobset=None)
             out.append(pod)
         return out
 

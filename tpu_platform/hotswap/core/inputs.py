@@ -50,17 +50,22 @@ class InputError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Rejection:
-    """An object left alone this reconcile because one of its values was refused."""
+    """An object left alone this reconcile because one of its values was refused; or, with
+    ``value_only``, one value of an object ignored while the object is handled as usual."""
 
     kind: str
-    """``JobSet`` or ``Pod``."""
+    """``JobSet`` or ``Pod``; ``Node`` too for ``value_only``."""
     namespace: str
     name: str
     uid: str
     reason: str
-    """Stable code for the metric label, e.g. ``checkpoint-interval``, ``topology``."""
+    """Stable code for the metric label, e.g. ``checkpoint-interval``, ``topology``, ``clean-since``."""
     detail: str
-    """For the warning Event: which field, what was found, what is accepted."""
+    """For the warning Event: which field, what was found, what is accepted (and, for ``value_only``,
+    what is done instead)."""
+    value_only: bool = False
+    """Only this value was refused (a time beyond now + clock skew, :mod:`tpu_platform.hotswap.core.
+    time_bounds`): the object is not left alone, the value counts as ``detail`` says."""
 
 
 def _short(value: Any) -> str:

@@ -58,12 +58,12 @@ from tpu_platform.hotswap.core.health import PoolStatus, Problem
 from tpu_platform.hotswap.core.index import ClusterIndex
 from tpu_platform.hotswap.core.model import JobSet, Node
 from tpu_platform.hotswap.core.settings import Settings
-from tpu_platform.hotswap.core.timeutil import format_time, parse_time
+from tpu_platform.hotswap.core.timeutil import CLOCK_SKEW_SECONDS, format_time, parse_time
 
 MOVE_REASON = "maintenance move"
 """Reason of the pool problem that moves the work (``PoolStatus.problems``)."""
-CLOCK_SKEW_SECONDS = 2.0
-"""A completion later than now by more than this is ignored (as for the preemption record)."""
+# CLOCK_SKEW_SECONDS (core/timeutil.py): a request or completion later than now by more than this is
+# ignored (core/time_bounds.py reports it), as every time read from the cluster.
 ROUNDING_SECONDS = 1e-3
 """Times round-trip through RFC 3339 with microseconds; a request made exactly at the request time
 must still count after that."""
@@ -213,7 +213,8 @@ def plan_maintenance(idx: ClusterIndex, settings: Settings, now: float) -> Maint
         if now >= due_at:
             since, why = due_at, "deadline reached"
         elif occupants and not waiting:
-            since, why = max(answers), "checkpoint written"
+            # An answer within the clock skew ahead counts as written now.
+            since, why = min(max(answers), now), "checkpoint written"
         elif not occupants and held:
             since, why = asked_from, "slice kept free"
         else:

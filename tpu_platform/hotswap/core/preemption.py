@@ -26,7 +26,7 @@ from tpu_platform.hotswap.core.health import PoolState, PoolStatus
 from tpu_platform.hotswap.core.index import ClusterIndex
 from tpu_platform.hotswap.core.model import PENDING, JobSet, NodePool, Pod, is_preemptible
 from tpu_platform.hotswap.core.settings import Settings
-from tpu_platform.hotswap.core.timeutil import format_time, parse_time
+from tpu_platform.hotswap.core.timeutil import CLOCK_SKEW_SECONDS, format_time, parse_time
 
 Shape = tuple[str, str]
 """(accelerator, topology)"""
@@ -286,7 +286,7 @@ class _Queue:
         return None
 
 
-RESERVATION_CLOCK_SKEW_SECONDS = 2.0
+RESERVATION_CLOCK_SKEW_SECONDS = CLOCK_SKEW_SECONDS
 """A ``preempted-at`` later than now by more than this is ignored: only a forger (or a broken clock)
 writes a time in the future, and honouring one would hold a pool for as long as the forger likes."""
 MAX_RESERVED_POOLS = 64

@@ -43,8 +43,9 @@ class Decision:
     """Pool state as these actions leave it; pass it to the next ``decide`` so that a pool whose
     nodes are all recreated keeps its declaration, recovery clock and flap history."""
     rejected: tuple[Rejection, ...] = ()
-    """Objects left alone because a tenant-written value was refused (the adapter reports them
-    with a warning Event and ``hotswap_rejected_inputs_total``)."""
+    """Objects left alone because a tenant-written value was refused, and (``value_only``) times
+    refused on objects otherwise handled as usual (the adapter reports both with a warning Event and
+    ``hotswap_rejected_inputs_total``)."""
     suspects: tuple[str, ...] = ()
     """Pools with workload TPU-error reports not (yet) confirmed: watched, nothing done
     (:mod:`tpu_platform.hotswap.core.workload_signals`)."""

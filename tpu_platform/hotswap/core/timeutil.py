@@ -1,12 +1,40 @@
-"""RFC 3339 <-> epoch seconds. The core works in float epoch seconds; annotations hold RFC 3339."""
+"""RFC 3339 <-> epoch seconds. The core works in float epoch seconds; annotations hold RFC 3339.
+
+Every time the controller reads from a cluster object is bounded by the snapshot's ``now`` plus
+:data:`CLOCK_SKEW_SECONDS` (:func:`accepted`): a later one was written by a clock far ahead of the
+controller's, or by hand, and believing it would let it hold a state for as long as it says (a
+``clean-since`` in 9999 kept a pool recovering until then). What a refused time means is decided
+where it is read (:mod:`tpu_platform.hotswap.core.time_bounds` lists each field), always so that it
+extends nothing: it counts as absent, or from now.
+"""
 
 from __future__ import annotations
 
 import math
 from datetime import UTC, datetime
+from typing import Final
 
 MAX_EPOCH = 253_402_300_799.0
 """9999-12-31T23:59:59Z: the last instant RFC 3339 can write."""
+CLOCK_SKEW_SECONDS: Final = 2.0
+"""How far beyond the controller's now a time read from the cluster may lie and still count: the
+writer's clock (kubelet, API server, workload, another controller replica) against the controller's,
+and writers that round to whole seconds. The one skew for every such time."""
+
+
+def accepted(t: object, now: float, not_before: float | None = None) -> bool:
+    """``t`` is a finite time (float or int) no later than ``now + CLOCK_SKEW_SECONDS`` and, with
+    ``not_before``, no earlier than ``not_before - CLOCK_SKEW_SECONDS``. NaN and the infinities fail."""
+    if type(t) is not float and type(t) is not int:
+        return False
+    if not (t - t == 0 and t <= now + CLOCK_SKEW_SECONDS):
+        return False
+    return not_before is None or t >= not_before - CLOCK_SKEW_SECONDS
+
+
+def bounded(t: float | None, now: float, not_before: float | None = None) -> float | None:
+    """``t`` if :func:`accepted`, else None (as if the time were not known)."""
+    return t if t is not None and accepted(t, now, not_before) else None
 
 
 def format_time(t: float) -> str:
@@ -53,3 +81,11 @@ def parse_time_list(text: str | None) -> tuple[float, ...]:
 
 def format_time_list(times: tuple[float, ...] | list[float]) -> str:
     return ",".join(format_time(t) for t in times)
+
+
+def shown(t: object) -> str:
+    """A time for a message: RFC 3339 when it can be written so, else its short repr."""
+    if (type(t) is float or type(t) is int) and t - t == 0 and 0.0 <= t <= MAX_EPOCH:
+        return format_time(float(t))
+    text = repr(t)
+    return text if len(text) <= 40 else f"{text[:37]}..."

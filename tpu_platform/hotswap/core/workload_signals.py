@@ -54,7 +54,7 @@ from tpu_platform.hotswap.core import constants as k
 from tpu_platform.hotswap.core.health import Problem, chips_withdrawn
 from tpu_platform.hotswap.core.model import Node, Pod
 from tpu_platform.hotswap.core.settings import Settings
-from tpu_platform.hotswap.core.timeutil import MAX_EPOCH, format_time, parse_time
+from tpu_platform.hotswap.core.timeutil import CLOCK_SKEW_SECONDS, MAX_EPOCH, format_time, parse_time
 
 MAX_TERMINATIONS = 8
 """Terminations read per pod (a TPU pod has one trainer container, a few sidecars at most)."""
@@ -67,8 +67,8 @@ REPORTED_REASON = "TPU error reported by workloads"
 """Start of the reason of a pool-level problem from confirmed reports (for logs and metrics)."""
 WITHDRAWN_NOTE = "device plugin withdrew chips"
 """In the reason when withdrawn chips confirmed the reports."""
-CLOCK_SKEW_SECONDS = 2.0
-"""A report time this far in the future still counts (the kubelet's clock against the controller's)."""
+# CLOCK_SKEW_SECONDS (core/timeutil.py): a report time this far in the future still counts (the kubelet's
+# clock against the controller's); a later one is dropped (core/time_bounds.py reports it).
 
 _NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _UID = re.compile(r"^[A-Za-z0-9-]{1,64}$")
@@ -86,20 +86,40 @@ class Report:
         return f"{format_time(self.at)}/{self.namespace}/{self.pod_uid}"
 
 
-def parse_reports(text: str | None) -> list[Report]:
-    """The stored reports; malformed or out-of-bounds entries are dropped, at most MAX_REPORTS read."""
+def parse_reports(text: str | None, *, not_after: float | None = None) -> list[Report]:
+    """The stored reports; malformed or out-of-bounds entries are dropped, at most MAX_REPORTS read.
+    With ``not_after``, entries later than it are dropped before that count, so they cannot crowd out
+    the others."""
     if not text:
         return []
     out: list[Report] = []
-    for entry in text[: MAX_REPORTS * 128].split()[:MAX_REPORTS]:
-        parts = entry.split("/")
-        if len(parts) != 3:
+    entries = text[: MAX_REPORTS * 128].split()
+    for entry in entries if not_after is not None else entries[:MAX_REPORTS]:
+        report = _report(entry)
+        if report is None or (not_after is not None and report.at > not_after):
             continue
-        at = parse_time(parts[0])
-        if at is None or not _NAMESPACE.match(parts[1]) or not _UID.match(parts[2]):
-            continue
-        out.append(Report(at, parts[1], parts[2]))
+        out.append(report)
+        if len(out) == MAX_REPORTS:
+            break
     return out
+
+
+def _report(entry: str) -> Report | None:
+    parts = entry.split("/")
+    if len(parts) != 3:
+        return None
+    at = parse_time(parts[0])
+    if at is None or not _NAMESPACE.match(parts[1]) or not _UID.match(parts[2]):
+        return None
+    return Report(at, parts[1], parts[2])
+
+
+def late_reports(text: str | None, now: float) -> int:
+    """How many well-formed stored entries are later than now + :data:`CLOCK_SKEW_SECONDS` (dropped)."""
+    if not text:
+        return 0
+    late = now + CLOCK_SKEW_SECONDS
+    return sum(1 for e in text[: MAX_REPORTS * 128].split() if (r := _report(e)) is not None and r.at > late)
 
 
 def stored_reports(nodes: Iterable[Node]) -> str | None:
@@ -192,9 +212,15 @@ def assess_pool_signals(
     window = settings.workload_signal_window_seconds
     low, high = now - window, now + CLOCK_SKEW_SECONDS
     by_pod: dict[str, Report] = {}
-    for r in parse_reports(stored):
-        if low < r.at <= high and (r.pod_uid not in by_pod or by_pod[r.pod_uid].at < r.at):
-            by_pod[r.pod_uid] = r
+    # Each node's own list too: the merged ``stored`` keeps the newest entries, which a future one
+    # would crowd out before it is dropped here.
+    texts = [stored] if stored else []
+    if stored and len(nodes) > 1:
+        texts = sorted({stored, *(n.annotations.get(k.TPU_ERRORS_ANNOTATION) or "" for n in nodes)} - {""})
+    for text in texts:
+        for r in parse_reports(text, not_after=high):
+            if low < r.at and (r.pod_uid not in by_pod or by_pod[r.pod_uid].at < r.at):
+                by_pod[r.pod_uid] = r
     patterns = settings.tpu_error_patterns
     for pod in reporting:
         raw = reports_tpu_error(pod, patterns)
@@ -241,6 +267,7 @@ __all__ = [
     "assess_pool_signals",
     "chips_withdrawn",
     "format_reports",
+    "late_reports",
     "parse_reports",
     "reports_tpu_error",
     "stored_reports",
