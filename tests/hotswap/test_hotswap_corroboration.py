@@ -28,7 +28,7 @@ from tpu_platform.hotswap.core import (
     suspects,
 )
 from tpu_platform.hotswap.core.corroboration import confirmation_problems
-from tpu_platform.testing.hotswap_builders import make_jobset, make_nodes, make_pool, running_pods
+from tpu_platform.testing.hotswap_builders import silent_node_cluster
 
 DIED = 50_000.0
 """The kubelet of ``p-n2`` renews its Lease at ``DIED`` and then goes silent."""
@@ -40,19 +40,7 @@ RUNNING_STATUSES = ("RUNNING", "STOPPING", "SUSPENDING", "PROVISIONING", "STAGIN
 
 def cluster_at(t: float, instance: Instance | None, *, terminating: bool = False) -> Snapshot:
     """p-n2 silent since ``DIED`` (Lease stale, node still Ready: NotReady comes later)."""
-    pool = make_pool("p")
-    nodes = []
-    for node in make_nodes(pool, ready_since=DIED - 3600):
-        if node.name == "p-n2":
-            node = replace(node, lease_renewed=DIED, instance=instance)  # noqa: PLW2901
-        else:
-            node = replace(node, lease_renewed=t - 1.0)  # noqa: PLW2901
-        nodes.append(node)
-    js = make_jobset("job", priority=10)
-    pods = running_pods(js, [pool], {"p": nodes})
-    if terminating:
-        pods = tuple(replace(p, deletion_timestamp=t - 1.0) for p in pods)
-    return Snapshot(now=t, pools=(pool,), nodes=tuple(nodes), jobsets=(js,), pods=pods)
+    return silent_node_cluster(t, instance, died=DIED, terminating=terminating)
 
 
 def force_deleted(snap: Snapshot, s: Settings) -> list[ForceDeletePod]:

@@ -24,7 +24,7 @@ from tpu_platform.hotswap.core import (
     decide,
 )
 from tpu_platform.hotswap.core.corroboration import RESET, confirmed_by
-from tpu_platform.testing.hotswap_builders import make_jobset, make_nodes, make_pool, running_pods
+from tpu_platform.testing.hotswap_builders import silent_node_cluster
 
 DIED = 50_000.0
 STALE = 20.0
@@ -38,19 +38,7 @@ def cluster_at(
     t: float, instance: Instance | None, *, terminating: bool = False, provider_id: str = VM
 ) -> Snapshot:
     """``p-n2`` silent since ``DIED``; every other node renews its Lease."""
-    pool = make_pool("p")
-    nodes = []
-    for node in make_nodes(pool, ready_since=DIED - 3600):
-        if node.name == "p-n2":
-            node = replace(node, lease_renewed=DIED, instance=instance, provider_id=provider_id)  # noqa: PLW2901
-        else:
-            node = replace(node, lease_renewed=t - 1.0)  # noqa: PLW2901
-        nodes.append(node)
-    js = make_jobset("job", priority=10)
-    pods = running_pods(js, [pool], {"p": nodes})
-    if terminating:
-        pods = tuple(replace(p, deletion_timestamp=t - 1.0) for p in pods)
-    return Snapshot(now=t, pools=(pool,), nodes=tuple(nodes), jobsets=(js,), pods=pods)
+    return silent_node_cluster(t, instance, died=DIED, terminating=terminating, provider_id=provider_id)
 
 
 def resets(snap: Snapshot, s: Settings = ON) -> list[ResetVm]:

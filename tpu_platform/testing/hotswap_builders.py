@@ -15,10 +15,12 @@ from tpu_platform.hotswap.core.model import (
     PENDING,
     RUNNING,
     Condition,
+    Instance,
     JobSet,
     Node,
     NodePool,
     Pod,
+    Snapshot,
     Taint,
     topology_chips,
 )
@@ -189,3 +191,29 @@ def nodes_by_pool(nodes: Iterable[Node]) -> dict[str, list[Node]]:
     for n in nodes:
         out.setdefault(n.pool, []).append(n)
     return out
+
+
+def silent_node_cluster(
+    t: float,
+    instance: Instance | None,
+    *,
+    died: float,
+    terminating: bool = False,
+    provider_id: str = "",
+) -> Snapshot:
+    """One 4-node pool ``p`` at ``t`` with one high JobSet on it: ``p-n2``'s kubelet last renewed its
+    Lease at ``died`` (still Ready: NotReady comes later) and carries ``instance`` as Compute Engine's
+    evidence; every other node renewed a second ago. With ``terminating`` every pod is being deleted."""
+    pool = make_pool("p")
+    nodes = []
+    for node in make_nodes(pool, ready_since=died - 3600):
+        if node.name == "p-n2":
+            node = replace(node, lease_renewed=died, instance=instance, provider_id=provider_id)  # noqa: PLW2901
+        else:
+            node = replace(node, lease_renewed=t - 1.0)  # noqa: PLW2901
+        nodes.append(node)
+    js = make_jobset("job", priority=10)
+    pods = running_pods(js, [pool], {"p": nodes})
+    if terminating:
+        pods = tuple(replace(p, deletion_timestamp=t - 1.0) for p in pods)
+    return Snapshot(now=t, pools=(pool,), nodes=tuple(nodes), jobsets=(js,), pods=pods)
