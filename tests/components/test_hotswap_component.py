@@ -15,12 +15,13 @@ from tpu_platform.plan.document import normalize
 
 # Exactly the calls the adapter makes (tpu_platform/hotswap/adapter/access.py; checked against the
 # real adapter on the wire by tests/hotswap/test_hotswap_access.py). The failure model's table also
-# lists reads of Jobs, Kueue objects, PriorityClasses and PDBs, and core events: none is ever made.
+# lists reads of Kueue objects, PriorityClasses and PDBs, and core events: none is ever made.
 REFERENCE_CLUSTER_RULES = {
     ("", "nodes"): {"list", "watch", "patch"},
     ("", "pods"): {"list", "watch", "delete"},
     ("", "pods/eviction"): {"create"},
     ("jobset.x-k8s.io", "jobsets"): {"list", "watch", "patch"},
+    ("batch", "jobs"): {"list", "watch"},
     ("events.k8s.io", "events"): {"create"},
 }
 

@@ -15,6 +15,7 @@ import copy
 from collections.abc import Iterator
 from typing import Any
 
+from tests.kubeapi.objects import job_for_pod
 from tests.kubeapi.selectors import label_matcher
 from tpu_platform.hotswap.adapter.api import JSON, ApiError, Resource
 
@@ -64,7 +65,13 @@ def _scope(resource: Resource) -> tuple[str, ...]:
 
 class FakeApi:
     def __init__(self) -> None:
-        self.objects: dict[str, dict[str, JSON]] = {"nodes": {}, "pods": {}, "jobsets": {}, "leases": {}}
+        self.objects: dict[str, dict[str, JSON]] = {
+            "nodes": {},
+            "pods": {},
+            "jobsets": {},
+            "jobs": {},
+            "leases": {},
+        }
         """Listable collections; ``leases`` are the kubelets' node Leases (namespaced)."""
         self.leases: dict[tuple[str, str], JSON] = {}
         self.calls: list[tuple[Any, ...]] = []
@@ -72,6 +79,7 @@ class FakeApi:
             "nodes": [],
             "pods": [],
             "jobsets": [],
+            "jobs": [],
             "leases": [],
         }
         self.fail: dict[str, list[ApiError]] = {}
@@ -79,7 +87,16 @@ class FakeApi:
         self.rv = 100
 
     # --- helpers -----------------------------------------------------------------------------------
-    def add(self, resource: str, obj: JSON) -> None:
+    def add(self, resource: str, obj: JSON, *, with_job: bool = True) -> None:
+        """Store ``obj``; a pod with a controlling Job gets that Job too, as its JobSet created it,
+        unless ``with_job`` is False (a pod whose Job does not exist)."""
+        if resource == "pods" and with_job:
+            job = job_for_pod(obj)
+            if (
+                job is not None
+                and f"{job['metadata']['namespace']}/{job['metadata']['name']}" not in self.objects["jobs"]
+            ):
+                self.add("jobs", job)
         meta = obj["metadata"]
         key = f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else meta["name"]
         self.rv += 1

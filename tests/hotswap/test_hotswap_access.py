@@ -24,6 +24,7 @@ import pytest
 from kubernetes import client
 
 from tests.hotswap.hotswap_fakes import jobset_obj, node_lease_obj, node_obj, pod_obj
+from tests.kubeapi.objects import job_for_pod
 from tpu_platform.hotswap import deploy
 from tpu_platform.hotswap.adapter.api import ApiError
 from tpu_platform.hotswap.adapter.config import Config, RuntimeConfig
@@ -90,6 +91,7 @@ class Cluster:
             "/api/v1/nodes": "nodes",
             "/api/v1/pods": "pods",
             "/apis/jobset.x-k8s.io/v1alpha2/jobsets": "jobsets",
+            "/apis/batch/v1/jobs": "jobs",
             f"/apis/coordination.k8s.io/v1/namespaces/{k.NODE_LEASE_NAMESPACE}/leases": "leases",
         }
         if method == "GET" and path in lists:
@@ -141,7 +143,8 @@ def world() -> Cluster:
         for i in range(4)
     ]
     leases = [node_lease_obj(n["metadata"]["name"], NOW - 5) for n in nodes]
-    return Cluster({"nodes": nodes, "pods": pods, "jobsets": jobsets, "leases": leases})
+    jobs = list({j["metadata"]["name"]: j for p in pods if (j := job_for_pod(p)) is not None}.values())
+    return Cluster({"nodes": nodes, "pods": pods, "jobsets": jobsets, "jobs": jobs, "leases": leases})
 
 
 @pytest.fixture

@@ -91,7 +91,7 @@ def test_nothing_happens_before_the_caches_are_synced() -> None:
     assert c.metrics.value("hotswap_caches_synced") == 0
 
 
-def test_watches_are_filtered_to_tpu_nodes_and_jobset_pods() -> None:
+def test_watches_are_filtered_to_tpu_nodes_and_jobset_pods_and_jobs() -> None:
     api = cluster()
     c = controller(api, Clock(NOW))
     sync(c)
@@ -99,6 +99,7 @@ def test_watches_are_filtered_to_tpu_nodes_and_jobset_pods() -> None:
         ("list", "nodes", "cloud.google.com/gke-tpu-accelerator"),
         ("list", "pods", "jobset.sigs.k8s.io/jobset-name"),
         ("list", "jobsets", ""),
+        ("list", "jobs", "jobset.sigs.k8s.io/jobset-name"),
     ]
 
 

@@ -42,7 +42,7 @@ def event(kind: str, obj: dict[str, Any], rv: str) -> dict[str, Any]:
 def test_off_there_is_no_lease_cache_and_no_lease_call() -> None:
     api = with_leases(cluster(), fresh())
     c = controller(api, Settings())
-    assert c.leases is None and len(c.caches) == 3
+    assert c.leases is None and len(c.caches) == 4
     for cache in c.caches:
         cache.relist()
     assert not any("leases" in call for call in api.calls)

@@ -42,6 +42,7 @@ def test_rbac_is_exactly_the_least_privilege_table() -> None:
         (("",), ("pods",)): {"list", "watch", "delete"},
         (("",), ("pods/eviction",)): {"create"},
         (("jobset.x-k8s.io",), ("jobsets",)): {"list", "watch", "patch"},
+        (("batch",), ("jobs",)): {"list", "watch"},
         (("events.k8s.io",), ("events",)): {"create"},
     }
     assert deploy.role_rules() == [

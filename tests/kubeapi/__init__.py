@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.kubeapi.faults import Fault, Faults, Request
+from tests.kubeapi.objects import job_for_pod
 from tests.kubeapi.server import ApiDouble, Served, identity_of
 from tests.kubeapi.store import ApiStatus, Kind, Store, kind_named
 
@@ -37,8 +38,19 @@ class Seeder:
     def node(self, obj: JSON) -> JSON:
         return self.create("nodes", obj)
 
-    def pod(self, obj: JSON) -> JSON:
+    def pod(self, obj: JSON, *, with_job: bool = True) -> JSON:
+        """Create the pod, and the Job it names as its controller (as its JobSet created it) if that
+        does not exist yet, unless ``with_job`` is False."""
+        job = job_for_pod(obj) if with_job else None
+        if job is not None:
+            meta = job["metadata"]
+            known = {j["metadata"]["name"] for j in self.list("jobs", meta["namespace"])}
+            if meta["name"] not in known:
+                self.create("jobs", job)
         return self.create("pods", obj)
+
+    def job(self, obj: JSON) -> JSON:
+        return self.create("jobs", obj)
 
     def jobset(self, obj: JSON) -> JSON:
         return self.create("jobsets", obj)

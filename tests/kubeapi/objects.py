@@ -142,6 +142,52 @@ def pod_obj(
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
 
 
+def job_obj(name: str, jobset: str, *, namespace: str = "default", jobset_uid: str | None = None) -> JSON:
+    """A child Job as the JobSet controller creates it: named ``<jobset>-<replicatedJob>-<index>``,
+    labelled with the JobSet's name, and with the JobSet as its controller owner (JobSet v0.12.0
+    ``pkg/controllers/jobset_controller.go``, ``constructJob`` and ``ctrl.SetControllerReference``)."""
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": f"uid-job-{name}",
+            "creationTimestamp": ts(0),
+            "labels": {k.JOBSET_NAME_LABEL: jobset},
+            "ownerReferences": [
+                {
+                    "apiVersion": "jobset.x-k8s.io/v1alpha2",
+                    "kind": "JobSet",
+                    "name": jobset,
+                    "uid": jobset_uid if jobset_uid is not None else f"uid-js-{jobset}",
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": {"parallelism": 4, "completions": 4, "template": {"spec": {"containers": []}}},
+    }
+
+
+def job_for_pod(pod: JSON) -> JSON | None:
+    """The Job a pod made by :func:`pod_obj` names as its controller, as its JobSet created it; None
+    for a pod with no controlling Job."""
+    meta = pod["metadata"]
+    refs = [r for r in meta.get("ownerReferences") or () if r.get("controller") and r.get("kind") == "Job"]
+    labels = meta.get("labels") or {}
+    if not refs or k.JOBSET_NAME_LABEL not in labels:
+        return None
+    job = job_obj(
+        refs[0]["name"],
+        labels[k.JOBSET_NAME_LABEL],
+        namespace=meta.get("namespace", "default"),
+        jobset_uid=labels.get(k.JOBSET_UID_LABEL),
+    )
+    job["metadata"]["uid"] = refs[0]["uid"]
+    return job
+
+
 def jobset_obj(
     name: str,
     *,

@@ -6,7 +6,8 @@ names a request (k8s.io/apiserver ``pkg/endpoints/request/requestinfo.go``: GET 
 PATCH ``patch``, DELETE ``delete``; ``/pods/NAME/eviction`` is ``pods/eviction``). Where each call
 is made:
 
-- ``kube.KubernetesApi.list_objects`` / ``watch_objects``: nodes, pods and jobsets cluster-wide,
+- ``kube.KubernetesApi.list_objects`` / ``watch_objects``: nodes, pods, jobsets and the JobSets'
+  Jobs (the ownership chain) cluster-wide,
   node Leases in ``kube-node-lease`` (only with ``lease_stale_seconds`` on);
 - ``patch_node`` (JSON Patch), ``patch_jobset`` (merge patch), ``evict_pod`` (policy/v1 Eviction),
   ``delete_pod`` (stuck pods), ``create_event`` (events.k8s.io/v1, in the object's namespace or the
@@ -37,6 +38,7 @@ CLUSTER_ACCESS: Final = (
     Access("", "pods", ("list", "watch", "delete")),
     Access("", "pods/eviction", ("create",)),
     Access(JOBSET_GROUP, "jobsets", ("list", "watch", "patch")),
+    Access("batch", "jobs", ("list", "watch")),
     Access("events.k8s.io", "events", ("create",)),
 )
 """Cluster-wide: the watched collections and the writes on the objects in them (any namespace)."""

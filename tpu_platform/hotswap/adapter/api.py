@@ -60,7 +60,7 @@ class Resource:
     """A collection to list and watch: cluster-wide, or in ``namespace`` if given."""
 
     name: str
-    """``nodes``, ``pods``, ``jobsets`` or ``leases``."""
+    """``nodes``, ``pods``, ``jobsets``, ``jobs`` or ``leases``."""
     label_selector: str = ""
     namespace: str = ""
     """Only for namespaced collections read from one namespace (node Leases in kube-node-lease)."""

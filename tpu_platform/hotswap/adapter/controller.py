@@ -38,12 +38,14 @@ from tpu_platform.hotswap.adapter.expectations import Expectations
 from tpu_platform.hotswap.adapter.leader import LeaderElector
 from tpu_platform.hotswap.adapter.metrics import Metrics
 from tpu_platform.hotswap.adapter.needs import can_decide, runnable
+from tpu_platform.hotswap.adapter.owners import job_from_api
 from tpu_platform.hotswap.adapter.rejections import report_rejections
 from tpu_platform.hotswap.adapter.vm_reset import SENT, VmResetter
 from tpu_platform.hotswap.core import constants as k
 from tpu_platform.hotswap.core.actions import Action, EvictionCause, EvictPod, ForceDeletePod, ResetVm
 from tpu_platform.hotswap.core.health import PoolMemory
-from tpu_platform.hotswap.core.model import JobSet, Pod, Snapshot
+from tpu_platform.hotswap.core.model import ChildJob, JobSet, Pod, Snapshot
+from tpu_platform.hotswap.core.ownership import owned_pods
 from tpu_platform.hotswap.core.reconcile import Decision, decide
 
 log = logging.getLogger("hotswap.controller")
@@ -111,6 +113,15 @@ class Controller:
             on_change=self.wake.set,
             observer=self.metrics,
         )
+        self.jobs: WatchCache[ChildJob] = WatchCache(
+            api,
+            # Only the Jobs the JobSet controller labels; any other Job is no JobSet's child anyway.
+            Resource("jobs", k.JOBSET_NAME_LABEL),
+            job_from_api,
+            watch_timeout_seconds=rt.watch_timeout_seconds,
+            on_change=self.wake.set,
+            observer=self.metrics,
+        )
         self.leases: WatchCache[NodeLease] | None = None
         """Node heartbeats, only with ``lease_stale_seconds`` on. No wake-up on their events: every
         kubelet renews every 10 s, and a stale Lease is one that does not change, which the periodic
@@ -144,7 +155,7 @@ class Controller:
 
     @property
     def caches(self) -> tuple[WatchCache[Any], ...]:
-        base: tuple[WatchCache[Any], ...] = (self.nodes, self.pods, self.jobsets)
+        base: tuple[WatchCache[Any], ...] = (self.nodes, self.pods, self.jobsets, self.jobs)
         return base if self.leases is None else (*base, self.leases)
 
     @property
@@ -178,12 +189,13 @@ class Controller:
 
     def snapshot(self, now: float) -> Snapshot:
         records = self.nodes.values()
-        pods = self.pods.snapshot()
+        declared = self.jobsets.values()
+        pods = owned_pods(self.pods.snapshot(), self.jobs.values(), declared)
         by_jobset: dict[str, list[Pod]] = {}
         for p in pods:
             if p.jobset is not None:
                 by_jobset.setdefault(p.jobset, []).append(p)
-        jobsets = tuple(with_pods(js, by_jobset.get(js.key, ())) for js in self.jobsets.values())
+        jobsets = tuple(with_pods(js, by_jobset.get(js.key, ())) for js in declared)
         nodes = (
             tuple(r.node for r in records)
             if self.leases is None

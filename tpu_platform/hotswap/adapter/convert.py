@@ -15,6 +15,14 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from tpu_platform.hotswap.adapter.compute import parse_provider_id
+from tpu_platform.hotswap.adapter.json_fields import as_list as _list
+from tpu_platform.hotswap.adapter.json_fields import as_map as _map
+from tpu_platform.hotswap.adapter.json_fields import as_maps as _maps
+from tpu_platform.hotswap.adapter.json_fields import as_str as _str
+from tpu_platform.hotswap.adapter.json_fields import as_strs as _strs
+from tpu_platform.hotswap.adapter.json_fields import as_time as _time
+from tpu_platform.hotswap.adapter.json_fields import metadata as _meta
+from tpu_platform.hotswap.adapter.owners import JOB_API_VERSION, child_job_names, controller_ref
 from tpu_platform.hotswap.core import constants as k
 from tpu_platform.hotswap.core import inputs
 from tpu_platform.hotswap.core.inputs import InputError, Rejection
@@ -34,38 +42,6 @@ from tpu_platform.hotswap.core.workload_signals import MAX_MESSAGE_CHARS, MAX_RE
 JSON = Mapping[str, Any]
 _INSTANCE_CHIPS = re.compile(r"-(\d{1,3})t$")
 MAX_CHIPS_PER_NODE = 64
-JOB_API_VERSION = "batch/v1"
-"""The API version of the Job that controls a JobSet's pod (the Job controller's owner reference)."""
-
-
-def _map(value: Any) -> JSON:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return list(value) if isinstance(value, list | tuple) else []
-
-
-def _maps(value: Any) -> list[JSON]:
-    return [v for v in _list(value) if isinstance(v, Mapping)]
-
-
-def _str(value: Any, default: str = "") -> str:
-    return value if isinstance(value, str) else default
-
-
-def _time(value: Any) -> float | None:
-    return parse_time(value) if isinstance(value, str) else None
-
-
-def _meta(obj: JSON) -> JSON:
-    return _map(obj.get("metadata")) if isinstance(obj, Mapping) else {}
-
-
-def _strs(value: Any) -> dict[str, str]:
-    if not isinstance(value, Mapping):
-        return {}
-    return {str(key): str(v) for key, v in value.items()}
 
 
 def object_key(obj: JSON) -> str:
@@ -240,17 +216,13 @@ def _requests_tpu(spec: JSON) -> bool:
     return False
 
 
-def _controller_job(meta: JSON) -> str:
-    """Name of the Job that controls the pod (its controller owner reference), or ''."""
-    for ref in _maps(meta.get("ownerReferences")):
-        if (
-            ref.get("controller") is True
-            and ref.get("kind") == "Job"
-            and ref.get("apiVersion") == JOB_API_VERSION
-            and isinstance(ref.get("name"), str)
-        ):
-            return str(ref["name"])
-    return ""
+def _grace(value: Any) -> float | None:
+    """``deletionGracePeriodSeconds`` (int64, set by the API server with ``deletionTimestamp``)."""
+    try:
+        seconds = inputs.integer(value, reason="grace", low=0, high=inputs.INT32_MAX, default=-1)
+    except InputError:
+        return None
+    return float(seconds) if seconds >= 0 else None
 
 
 def _terminations(status: JSON) -> tuple[Termination, ...]:
@@ -287,17 +259,10 @@ def _terminations(status: JSON) -> tuple[Termination, ...]:
 
 
 def pod_from_api(obj: JSON) -> Pod:
-    """A pod; it belongs to a JobSet only through JobSet's own markers.
-
-    The JobSet controller (v0.12.0, ``pkg/controllers/jobset_controller.go``,
-    ``labelAndAnnotateObject``) labels each child Job's pod template with
-    ``jobset.sigs.k8s.io/jobset-name`` and ``jobset.sigs.k8s.io/jobset-uid``
-    (``api/jobset/v1alpha2/jobset_types.go``), and the Job controller makes the Job the pod's
-    controller owner (kubernetes/kubernetes ``pkg/controller/job/job_controller.go``:
-    ``metav1.NewControllerRef(job, controllerKind)``, kind ``Job`` of ``batch/v1``). A pod counts as
-    the JobSet's only with both labels and a controlling Job; the core then also requires the UID
-    to be the JobSet's. Anyone can put a name label on a bare pod.
-    """
+    """A pod and the first link of its ownership chain: the Job in its controller owner reference
+    (name and UID). ``jobset`` is only the claim of JobSet's labels; the controller replaces it by
+    what the chain proves (:func:`tpu_platform.hotswap.core.ownership.owned_pods`) before the core
+    sees the pod."""
     meta = _meta(obj)
     labels = _strs(meta.get("labels"))
     spec = _map(obj.get("spec"))
@@ -305,7 +270,7 @@ def pod_from_api(obj: JSON) -> Pod:
     ns = _str(meta.get("namespace"))
     name = _str(meta.get("name"))
     uid = _str(meta.get("uid"))
-    owner_job = _controller_job(meta)
+    owner_job, owner_job_uid = controller_ref(meta, "Job", JOB_API_VERSION)
     jobset_name = labels.get(k.JOBSET_NAME_LABEL, "")
     jobset_uid = labels.get(k.JOBSET_UID_LABEL, "")
     owned = bool(jobset_name and jobset_uid and owner_job)
@@ -335,10 +300,12 @@ def pod_from_api(obj: JSON) -> Pod:
         jobset=f"{ns}/{jobset_name}" if owned and rejection is None else None,
         jobset_uid=jobset_uid if owned and rejection is None else "",
         job=job,
+        job_uid=owner_job_uid,
         node=node if isinstance(node, str) and node else None,
         phase=_str(status.get("phase")) or "Pending",
         priority=priority,
         deletion_timestamp=_time(meta.get("deletionTimestamp")),
+        deletion_grace=_grace(meta.get("deletionGracePeriodSeconds")),
         nominated_node=nominated if isinstance(nominated, str) and nominated else None,
         unschedulable_since=unschedulable_since,
         gated=bool(_list(spec.get("schedulingGates"))),
@@ -455,6 +422,7 @@ def _jobset(obj: JSON, meta: JSON, namespace: str, name: str, uid: str) -> JobSe
         priority=priority,
         topology=topology,
         slices=max(slices, 1),
+        child_jobs=child_job_names(name, spec),
         accelerator=accelerator,
         labels=_strs(meta.get("labels")),
         annotations=annotations,
@@ -474,11 +442,11 @@ def _jobset(obj: JSON, meta: JSON, namespace: str, name: str, uid: str) -> JobSe
 
 def with_pods(js: JobSet, pods: Iterable[Pod]) -> JobSet:
     """Priority as kube-scheduler sees it (the pods' resolved priority) and the current run's start,
-    from the pods that really are this JobSet's (same key and UID)."""
+    from the pods that really are this JobSet's (same key and UID) and hold TPU chips."""
     priority = None
     running_since = None
     for p in pods:
-        if p.jobset != js.key or p.jobset_uid != js.uid:
+        if p.jobset != js.key or p.jobset_uid != js.uid or not p.uses_accelerator:
             continue
         priority = p.priority if priority is None else max(priority, p.priority)
         if p.phase == "Running" and not p.terminating and p.started is not None:

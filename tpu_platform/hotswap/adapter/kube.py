@@ -69,6 +69,7 @@ _COLLECTIONS = {
     "nodes": "/api/v1/nodes",
     "pods": "/api/v1/pods",
     "jobsets": f"/apis/{JOBSET_GROUP}/{JOBSET_VERSION}/jobsets",
+    "jobs": "/apis/batch/v1/jobs",
     "leases": "/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases",
 }
 

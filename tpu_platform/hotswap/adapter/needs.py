@@ -7,14 +7,14 @@ those. So tainting, untainting and annotating a pool's nodes, and the Event on t
 reports it, need only the node caches. Everything that reads pods or JobSets (fail-fast and
 preemption evictions, preemption records, force deletions of stuck pods, their Events) needs
 every cache: a stale pod list could evict a pod that already left or miss the one that matters,
-and a stale JobSet list could attribute pods to the wrong owner or forge a preemption record.
+and a stale JobSet or Job list could attribute pods to the wrong owner or forge a preemption record.
 
 | action | needs fresh |
 |---|---|
 | ``PatchNode`` (taint, untaint, pool annotations) | nodes (+ node leases if watched) |
 | ``EmitEvent`` on a Node | nodes (+ node leases if watched) |
-| ``EvictPod``, ``ForceDeletePod``, ``AnnotateJobSet`` | nodes, pods, JobSets (+ node leases) |
-| ``EmitEvent`` on a JobSet | nodes, pods, JobSets (+ node leases) |
+| ``EvictPod``, ``ForceDeletePod``, ``AnnotateJobSet`` | nodes, pods, JobSets, Jobs (+ node leases) |
+| ``EmitEvent`` on a JobSet | nodes, pods, JobSets, Jobs (+ node leases) |
 """
 
 from __future__ import annotations

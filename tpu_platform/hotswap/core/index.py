@@ -22,7 +22,9 @@ class ClusterIndex:
 
     Refused objects (:mod:`tpu_platform.hotswap.core.screen`) are listed in ``rejected``: a refused
     JobSet is not indexed, and a refused pod, or one whose ``jobset_uid`` is not its JobSet's UID,
-    belongs to no JobSet (it still occupies its node). Times beyond now + clock skew are refused
+    belongs to no JobSet (it still occupies its node). Which JobSet a pod belongs to is the ownership
+    chain's to say (:mod:`tpu_platform.hotswap.core.ownership`, applied by the controller). Times
+    beyond now + clock skew are refused
     (:mod:`tpu_platform.hotswap.core.time_bounds`): on pods and JobSets the indexed copies carry the
     bounded times; those on nodes are left out by the health rules; each is listed in ``rejected``.
     """
@@ -71,6 +73,8 @@ class ClusterIndex:
                 self.rejected.append(refused)
         self.managed: frozenset[str] = frozenset(key for key, js in self.jobsets.items() if is_managed(js))
         self.pods_by_jobset: dict[str, list[Pod]] = {}
+        """A JobSet's unfinished pods that hold TPU chips: only they are placement (a pod without
+        chips occupies no slice, wherever it is bound)."""
         self.pods_by_pool: dict[str, list[Pod]] = {name: [] for name in self.pools}
         """Pods bound to the pool's nodes that have not finished (terminating ones included)."""
         self.terminating: list[Pod] = []
@@ -91,7 +95,7 @@ class ClusterIndex:
                     self.rejected.extend(termination_rejections(pod, now))
             if pod.finished:
                 continue
-            if pod.jobset is not None:
+            if pod.jobset is not None and pod.uses_accelerator:
                 self.pods_by_jobset.setdefault(pod.jobset, []).append(pod)
             if pool is not None:
                 self.pods_by_pool[pool].append(pod)

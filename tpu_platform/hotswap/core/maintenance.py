@@ -232,12 +232,12 @@ def plan_maintenance(idx: ClusterIndex, settings: Settings, now: float) -> Maint
 
 
 def _managed_occupants(idx: ClusterIndex, pool: str) -> list[JobSet]:
-    """Managed, admitted JobSets with a running (bound, not terminating) pod on ``pool``."""
+    """Managed, admitted JobSets with a running (bound, not terminating) TPU pod on ``pool``."""
     keys = sorted(
         {
             p.jobset
             for p in idx.pods_by_pool.get(pool, ())
-            if p.jobset is not None and p.jobset in idx.managed and not p.terminating
+            if p.jobset is not None and p.jobset in idx.managed and p.uses_accelerator and not p.terminating
         }
     )
     out = []

@@ -142,10 +142,15 @@ class Pod:
     this equals the JobSet's UID (a namesake's or a forger's pod does not)."""
     job: str = ""
     """Child Job name. With exclusive placement each Job occupies exactly one slice."""
+    job_uid: str = ""
+    """UID in the pod's controller owner reference to a ``batch/v1`` Job ('' without one): the
+    first link of the ownership chain :mod:`tpu_platform.hotswap.core.ownership` checks."""
     node: str | None = None
     phase: str = PENDING
     priority: int = 0
     deletion_timestamp: float | None = None
+    deletion_grace: float | None = None
+    """``metadata.deletionGracePeriodSeconds``: with ``deletion_timestamp``, when deletion was asked."""
     nominated_node: str | None = None
     """``status.nominatedNodeName``: kube-scheduler is preempting for this pod."""
     unschedulable_since: float | None = None
@@ -198,6 +203,9 @@ class JobSet:
     finished: bool = False
     """Terminal state reached or being deleted."""
     created: float = 0.0
+    child_jobs: frozenset[str] = frozenset()
+    """Names of the Jobs the JobSet controller creates for it, ``<jobset>-<replicatedJob>-<index>``
+    (JobSet v0.12.0 ``pkg/util/placement/placement.go``, ``GenJobName``): no other Job is its child."""
     running_since: float | None = None
     """Start of the current run (earliest start time of its running pods)."""
     last_checkpoint: float | None = None
@@ -233,6 +241,19 @@ def is_preemptible(js: JobSet, opt_out_namespaces: Collection[str] = ()) -> bool
         return False
     opted_out = js.annotations.get(k.PREEMPTIBLE_ANNOTATION, "").strip().lower() == "false"
     return not (opted_out and js.namespace in opt_out_namespaces)
+
+
+@dataclass(frozen=True, slots=True)
+class ChildJob:
+    """A ``batch/v1`` Job and the JobSet that controls it (its controller owner reference)."""
+
+    namespace: str
+    name: str
+    uid: str
+    jobset: str = ""
+    """Name in the controller owner reference of kind ``JobSet`` ('' without one)."""
+    jobset_uid: str = ""
+    """UID in that reference."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from tpu_platform.hotswap.core import constants as k
 from tpu_platform.hotswap.core import inputs
 from tpu_platform.hotswap.core.actions import AnnotateJobSet, EmitEvent, EvictionCause, EvictPod
+from tpu_platform.hotswap.core.draining import still_draining
 from tpu_platform.hotswap.core.health import PoolState, PoolStatus
 from tpu_platform.hotswap.core.index import ClusterIndex
 from tpu_platform.hotswap.core.model import PENDING, JobSet, NodePool, Pod, is_preemptible
@@ -459,7 +460,7 @@ def plan_preemptions(
             if len(nodes) >= pool.expected_nodes and not any(n.unschedulable for n in nodes):
                 free.setdefault(shape, []).append(name)
             continue
-        if all(p.terminating or p.jobset in failing for p in occupants):
+        if all(still_draining(p, now) or p.jobset in failing for p in occupants):
             top = max(p.priority for p in occupants)
             owners = frozenset(p.jobset for p in occupants if p.jobset is not None)
             draining.setdefault(shape, []).append((name, top, owners))

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from tpu_platform.hotswap.core import constants as k
 from tpu_platform.hotswap.core.actions import Action, EmitEvent, EvictPod, sort_actions
 from tpu_platform.hotswap.core.corroboration import confirmation_problems
+from tpu_platform.hotswap.core.draining import still_draining
 from tpu_platform.hotswap.core.failfast import clear_stuck, fail_fast
 from tpu_platform.hotswap.core.fencing import vm_resets
 from tpu_platform.hotswap.core.health import (
@@ -159,10 +160,11 @@ def decide(
         actions.extend(reset_events)
     preemptions: tuple[Preemption, ...] = ()
     if s.preemption:
+        # Restarting: being evicted now, or with a TPU pod whose deletion is under way and not
+        # overdue (core/draining.py: a pod a tenant's finalizer holds does not count).
         failing = frozenset(
             {e.jobset for e in evictions.values() if e.jobset is not None}
-            | {p.jobset for p in idx.terminating if p.jobset is not None}
-            | {key for key, pods in idx.pods_by_jobset.items() if any(p.terminating for p in pods)}
+            | {key for key, pods in idx.pods_by_jobset.items() if any(still_draining(p, now) for p in pods)}
         )
         plan = plan_preemptions(
             idx, statuses, s, now, failing, avoid=avoided_pools(idx, s, now, windows=maintenance.windows)
