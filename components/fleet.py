@@ -23,7 +23,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from tpu_platform.config import PlatformConfig
-from tpu_platform.config.fleet import FleetWorkerConfig
+from tpu_platform.config.fleet import FleetWorkerConfig, never_bound_namespaces
 from tpu_platform.kueue import multikueue as mk
 
 from .gke_cluster import GkeCluster, GkeClusterArgs
@@ -59,7 +59,17 @@ def _worker_kubeconfig(worker: FleetWorkerConfig, parts: list[Any]) -> str:
 
 
 class WorkerAccess(pulumi.ComponentResource):
-    """On one worker: MultiKueue's ServiceAccount, ClusterRole, binding and token Secret."""
+    """On one worker: MultiKueue's ServiceAccount, its write role bound by a RoleBinding in each
+    team namespace, its cluster-wide watch role, and its token Secret.
+
+    Rotation: the token Secret's ``metadata.name`` carries ``credentialsRotation`` under one
+    logical name, so raising it is a replacement (pulumi-kubernetes marks ``.metadata.name``
+    force-new). No ``delete_before_replace``: pulumi-kubernetes asks for delete-before-replace
+    only when the replacement keeps the old name (``provider.go``, ``Diff``), so with a new name
+    Pulumi's default holds: create the new Secret (waiting for its token), update what depends on
+    it (the manager's kubeconfig Secret), and delete the old Secret last, which invalidates its
+    token. Deleting first would leave the manager with a revoked token until the update ends.
+    """
 
     token_secret: k8s.core.v1.Secret
 
@@ -69,41 +79,68 @@ class WorkerAccess(pulumi.ComponentResource):
         worker: FleetWorkerConfig,
         *,
         frameworks: list[str],
+        namespaces: dict[str, pulumi.Resource | None],
+        never_bound: frozenset[str],
         provider: k8s.Provider,
         ready: list[pulumi.Resource],
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("tpu-platform:fleet:WorkerAccess", name, None, opts)
-        sa, role, binding, token = mk.worker_access_objects(worker, frameworks)
+        objects = mk.worker_access_objects(worker, frameworks, list(namespaces), never_bound)
 
-        def options(*deps: pulumi.Resource) -> pulumi.ResourceOptions:
-            return pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[*ready, *deps])
+        def options(*deps: pulumi.Resource | None) -> pulumi.ResourceOptions:
+            found = [dep for dep in deps if dep is not None]
+            return pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[*ready, *found])
 
+        sa = objects.service_account
         account = k8s.core.v1.ServiceAccount(
             f"{name}-sa",
             metadata=sa["metadata"],
             automount_service_account_token=sa["automountServiceAccountToken"],
             opts=options(),
         )
-        cluster_role = k8s.rbac.v1.ClusterRole(
-            f"{name}-role", metadata=role["metadata"], rules=role["rules"], opts=options()
+        role = k8s.rbac.v1.ClusterRole(
+            f"{name}-role", metadata=objects.role["metadata"], rules=objects.role["rules"], opts=options()
         )
+        watch_role = k8s.rbac.v1.ClusterRole(
+            f"{name}-watch-role",
+            metadata=objects.watch_role["metadata"],
+            rules=objects.watch_role["rules"],
+            opts=options(),
+        )
+        binding = objects.watch_binding
         k8s.rbac.v1.ClusterRoleBinding(
-            f"{name}-binding",
+            f"{name}-watch-binding",
             metadata=binding["metadata"],
             role_ref=binding["roleRef"],
             subjects=binding["subjects"],
-            opts=options(account, cluster_role),
+            opts=options(account, watch_role),
         )
+        for binding in objects.role_bindings:
+            namespace = binding["metadata"]["namespace"]
+            k8s.rbac.v1.RoleBinding(
+                f"{name}-binding-{namespace}",
+                metadata=binding["metadata"],
+                role_ref=binding["roleRef"],
+                subjects=binding["subjects"],
+                opts=options(account, role, namespaces[namespace]),
+            )
         # pulumi-kubernetes waits until the token controller has filled data.token in
         # (pulumi/pulumi-kubernetes#2048, the service-account-token awaiter).
+        token = objects.token
         self.token_secret = k8s.core.v1.Secret(
             f"{name}-token",
             metadata=token["metadata"],
             type=token["type"],
             opts=options(account),
         )
-        self.register_outputs({"serviceAccount": mk.WORKER_SERVICE_ACCOUNT, "clusterRole": mk.WORKER_ROLE})
+        self.register_outputs(
+            {
+                "serviceAccount": mk.WORKER_SERVICE_ACCOUNT,
+                "roleBindings": [b["metadata"]["namespace"] for b in objects.role_bindings],
+                "tokenSecret": token["metadata"]["name"],
+            }
+        )
 
 
 class TpuFleet(pulumi.ComponentResource):
@@ -122,6 +159,7 @@ class TpuFleet(pulumi.ComponentResource):
         self.workers = {}
         access: dict[str, WorkerAccess] = {}
         frameworks = cfg.kueue.frameworks()
+        never_bound = never_bound_namespaces(cfg.hotswap.namespace)
         for worker in fleet.workers:
             platform = TpuPlatform(
                 f"{name}-{worker.name}",
@@ -133,6 +171,10 @@ class TpuFleet(pulumi.ComponentResource):
                 f"{name}-{worker.name}-multikueue",
                 worker,
                 frameworks=frameworks,
+                namespaces={
+                    ns: platform.queues.namespaces.get(ns) for ns in mk.binding_namespaces(cfg.teams)
+                },
+                never_bound=never_bound,
                 provider=platform.cluster.provider,
                 ready=list(platform.kueue.ready),
                 opts=child,
@@ -177,9 +219,10 @@ class TpuFleet(pulumi.ComponentResource):
         clusters: list[pulumi.Resource] = []
         for worker in cfg.fleet.workers:
             platform = self.workers[worker.name]
-            kubeconfig: pulumi.Output[str] = pulumi.Output.all(
-                platform.cluster.server, access[worker.name].token_secret.data
-            ).apply(functools.partial(_worker_kubeconfig, worker))
+            token = access[worker.name].token_secret
+            kubeconfig: pulumi.Output[str] = pulumi.Output.all(platform.cluster.server, token.data).apply(
+                functools.partial(_worker_kubeconfig, worker)
+            )
             secret = k8s.core.v1.Secret(
                 f"{name}-manager-kubeconfig-{worker.name}",
                 metadata={
@@ -188,7 +231,9 @@ class TpuFleet(pulumi.ComponentResource):
                     "labels": dict(mk.MANAGED_LABELS),
                 },
                 string_data={"kubeconfig": pulumi.Output.secret(kubeconfig)},  # type: ignore[arg-type]
-                opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=ready),
+                # Updated in place on a rotation, after the new token exists and before the old
+                # token Secret is deleted (WorkerAccess).
+                opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[*ready, token]),
             )
             clusters.append(
                 KubeObject(

@@ -5,12 +5,9 @@ Sources (kueue v0.19.2): ``site/content/en/docs/tasks/manage/setup_multikueue.md
 Secret in Kueue's namespace under the key ``kubeconfig``, MultiKueueConfig, AdmissionCheck with
 controller ``kueue.x-k8s.io/multikueue`` in the ClusterQueue's ``admissionChecksStrategy``; the
 worker mirrors the manager's namespaces and LocalQueues);
-``site/static/examples/multikueue/create-multikueue-kubeconfig.sh`` (the worker's ClusterRole,
-a ``kubernetes.io/service-account-token`` Secret, a token kubeconfig);
-``pkg/controller/admissionchecks/multikueue/multikueuecluster.go`` (``validateKubeconfig``: no
-token files, no insecure TLS, no CA file paths, a server URL, no basic auth, exec plugins or auth
-providers); ``site/content/en/docs/tasks/run/multikueue/jobsets.md`` (``spec.managedBy`` defaulted
-to ``kueue.x-k8s.io/multikueue``). GKE: ``DNSEndpointConfig.enable_k8s_tokens_via_dns``
+``site/content/en/docs/tasks/run/multikueue/jobsets.md`` (``spec.managedBy`` defaulted
+to ``kueue.x-k8s.io/multikueue``). The worker's credentials are in
+``test_multikueue_worker_access.py``. GKE: ``DNSEndpointConfig.enable_k8s_tokens_via_dns``
 (https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters).
 """
 
@@ -27,8 +24,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.config.stack_problems import only_problem, problems_of
-from tpu_platform.config.fleet import FLEET_FRAMEWORKS
-from tpu_platform.config.kueue import REQUIRED_FRAMEWORKS
 from tpu_platform.kueue import multikueue as mk
 from tpu_platform.plan import load_stack_config, parse_stack_config, render, stack_file
 from tpu_platform.policy.resources import Resource, Stack
@@ -279,34 +274,6 @@ def test_kubeconfig_secret_is_secret_in_the_plan(rendered: Any) -> None:
     assert all(r.inputs["stringData"] == "[secret]" for r in secrets)
 
 
-def test_worker_role_is_least_privilege(rendered: Any) -> None:
-    roles = [obj for _, obj in _objects(rendered, "ClusterRole") if obj["metadata"]["name"] == mk.WORKER_ROLE]
-    assert len(roles) == 2
-    for role in roles:
-        resources = {res for rule in role["rules"] for res in rule["resources"]}
-        assert resources == {
-            "jobs",
-            "jobs/status",
-            "jobsets",
-            "jobsets/status",
-            "workloads",
-            "workloads/status",
-            "clusterqueues",
-            "localqueues",
-        }
-        assert not any("*" in rule["verbs"] or "*" in rule["resources"] for rule in role["rules"])
-    tokens = [
-        obj
-        for _, obj in _objects(rendered, "Secret")
-        if obj.get("type") == "kubernetes.io/service-account-token"
-        and obj["metadata"]["name"].startswith("multikueue-token-")
-    ]
-    assert len(tokens) == 2
-    assert all(
-        t["metadata"]["annotations"] == {"kubernetes.io/service-account.name": "multikueue"} for t in tokens
-    )
-
-
 def test_only_workers_accept_kubernetes_tokens_on_their_dns_endpoint(rendered: Any) -> None:
     clusters = {r.inputs["name"]: r.inputs for r in rendered.resources if r.type == CLUSTER}
     dns = {
@@ -341,69 +308,15 @@ def test_multikueue_objects_match_the_crds(rendered: Any) -> None:
 
 
 def test_a_misspelt_multikueue_object_fails_the_crd_check() -> None:
-    bad = copy.deepcopy(mk.multikueue_cluster(_worker()))
+    cfg = parse_stack_config(load_stack_config(stack_file("fleet")))
+    assert cfg.fleet is not None
+    bad = copy.deepcopy(mk.multikueue_cluster(cfg.fleet.workers[0]))
     bad["spec"]["clusterSource"]["kubeConfig"]["locationType"] = "Secrets"
     try:
         report = check_object(bad, default_validator())
     except CrdsUnavailable as err:
         pytest.skip(str(err))
     assert report.errors
-
-
-# --- credentials ----------------------------------------------------------------------------
-
-
-def _worker(rotation: int = 0) -> Any:
-    cfg = parse_stack_config(load_stack_config(stack_file("fleet")))
-    assert cfg.fleet is not None
-    return cfg.fleet.workers[0].model_copy(update={"credentials_rotation": rotation})
-
-
-def _kueue_accepts(text: str) -> None:
-    """What Kueue 0.19.2's ``validateKubeconfig``/``validateRestConfig`` reject, as assertions."""
-    doc = yaml.safe_load(text)
-    for user in doc["users"]:
-        assert set(user["user"]) <= {"token", "client-certificate-data", "client-key-data"}, user
-    for cluster in doc["clusters"]:
-        assert not cluster["cluster"].get("insecure-skip-tls-verify")
-        assert "certificate-authority" not in cluster["cluster"]
-        assert cluster["cluster"]["server"].startswith("https://")
-
-
-def test_worker_kubeconfig_is_one_kueue_accepts() -> None:
-    text = mk.worker_kubeconfig(_worker(), "https://gke-abc.us-east5.gke.goog", "t0ken", None)
-    _kueue_accepts(text)
-    doc = json.loads(text)
-    assert doc["users"][0]["user"] == {"token": "t0ken"}
-    assert "certificate-authority-data" not in doc["clusters"][0]["cluster"]
-
-
-@pytest.mark.parametrize(("server", "token"), [("http://x", "t"), ("https://x", ""), ("x", "t")])
-def test_worker_kubeconfig_refuses_what_kueue_would_refuse(server: str, token: str) -> None:
-    with pytest.raises(ValueError, match="worker east"):
-        mk.worker_kubeconfig(_worker(), server, token, None)
-
-
-def test_rotation_renames_the_token_secret() -> None:
-    assert mk.token_secret_name(_worker(0)) != mk.token_secret_name(_worker(1))
-    assert mk.kubeconfig_secret_name(_worker(0)) == mk.kubeconfig_secret_name(_worker(1))
-
-
-def test_rotation_replaces_only_the_token(
-    fleet_stack: dict[str, Any], render_stack: Callable[..., Any]
-) -> None:
-    before = {r.urn: r for r in render_stack(fleet_stack, "fleet").resources}
-    fleet_stack[FLEET]["workers"][0]["credentialsRotation"] = 1
-    after = {r.urn: r for r in render_stack(fleet_stack, "fleet").resources}
-    assert set(before) == set(after)
-    changed = sorted(after[urn].name for urn in after if after[urn].inputs != before[urn].inputs)
-    assert changed == ["tpu-east-multikueue-token"]
-
-
-def test_the_role_covers_exactly_the_fleet_frameworks() -> None:
-    assert set(mk.FRAMEWORK_RULES) == set(FLEET_FRAMEWORKS) == set(REQUIRED_FRAMEWORKS)
-    with pytest.raises(KeyError):
-        mk.worker_rules(["kubeflow.org/pytorchjob"])
 
 
 # --- policy and summary ---------------------------------------------------------------------

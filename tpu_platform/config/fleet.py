@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
+from ..constants import RESERVED_NAMESPACES
 from .base import StackModel, check_dns_label
 from .cluster import ClusterConfig
 from .formats import check_project_id
@@ -24,6 +25,13 @@ from .quota import QuotaConfig
 FLEET_FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset")
 # MultiKueueConfig.spec.clusters has maxItems 20 (kueue.x-k8s.io_multikueueconfigs.yaml, v0.19.2).
 MAX_WORKERS = 20
+
+
+def never_bound_namespaces(hotswap_namespace: str) -> frozenset[str]:
+    """Namespaces a worker never binds MultiKueue's write role in, whatever the teams say: those of
+    Kubernetes, GKE, Kueue and JobSet (``RESERVED_NAMESPACES``) and the hotswap controller's, so a
+    leaked manager token cannot create or delete anything next to the controllers."""
+    return RESERVED_NAMESPACES | {hotswap_namespace}
 
 
 class FleetManagerConfig(StackModel):
@@ -55,7 +63,13 @@ class FleetWorkerConfig(StackModel):
     slice_pools: list[SlicePoolConfig] = Field(min_length=1, max_length=256)
     teams: list[WorkerTeamConfig] = Field(default_factory=list, max_length=1000)
     credentials_rotation: int = Field(
-        0, ge=0, lt=10**6, description="Raise it to replace the worker's MultiKueue token."
+        0,
+        ge=0,
+        lt=10**6,
+        description=(
+            "Raise it to replace the worker's MultiKueue token: pulumi up creates a new token Secret, "
+            "rewrites the manager's kubeconfig Secret, then deletes the old token Secret (revoking it)."
+        ),
     )
 
     @field_validator("name")

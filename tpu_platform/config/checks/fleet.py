@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ...constants import RESERVED_NAMESPACES
 from ..cluster import ClusterConfig
-from ..fleet import FLEET_FRAMEWORKS, FleetConfig, FleetWorkerConfig
+from ..fleet import FLEET_FRAMEWORKS, FleetConfig, FleetWorkerConfig, never_bound_namespaces
 from ..platform import PlatformConfig
 from ..problems import Loc, Problem, Problems
 
@@ -65,8 +66,9 @@ def check_fleet_names(fleet: FleetConfig, cfg: PlatformConfig) -> Problems:
 
 def check_fleet_access(fleet: FleetConfig, cfg: PlatformConfig) -> Problems:
     """Workers the manager's Kueue can reach with the token the stack creates for it, allowed
-    to touch only the frameworks the fleet runs."""
+    to touch only the frameworks the fleet runs, and only in team namespaces."""
     problems = Problems()
+    _check_binding_namespaces(cfg, problems)
     for index, framework in enumerate(cfg.kueue.integrations):
         if framework not in FLEET_FRAMEWORKS:
             problems.add(
@@ -97,6 +99,27 @@ def check_fleet_access(fleet: FleetConfig, cfg: PlatformConfig) -> Problems:
             "use controlPlaneAccess: dns",
         )
     return problems
+
+
+def _check_binding_namespaces(cfg: PlatformConfig, problems: Problems) -> None:
+    """Every team namespace gets the worker's MultiKueue RoleBinding: none may be a namespace it
+    is never bound in. ``check_teams`` already refuses the reserved ones at the same place."""
+    never = never_bound_namespaces(cfg.hotswap.namespace) - RESERVED_NAMESPACES
+    for index, team in enumerate(cfg.teams):
+        for position, name in enumerate(team.namespace_names()):
+            if name not in never:
+                continue
+            loc: Loc = (
+                ("teams", index, "namespaces", position)
+                if team.namespaces is not None
+                else ("teams", index, "name")
+            )
+            problems.add(
+                loc,
+                f"{name!r} is the hotswap controller's namespace (tpu-platform:hotswap.namespace); every "
+                "team namespace gets the MultiKueue worker's RoleBinding, which must never reach a "
+                "controller's namespace: give the team its own namespace",
+            )
 
 
 def check_fleet_collisions(fleet: FleetConfig, cfg: PlatformConfig) -> Problems:
