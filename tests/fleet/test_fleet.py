@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from tests.config.stack_problems import only_problem, problems_of
 from tpu_platform.kueue import multikueue as mk
-from tpu_platform.plan import load_stack_config, parse_stack_config, render, stack_file
+from tpu_platform.plan import load_stack_config, parse_stack_config, stack_file
 from tpu_platform.policy.resources import Resource, Stack
 from tpu_platform.policy.rules import check_tpu_quota
 from tpu_platform.schema import CrdsUnavailable, check_object, default_validator
@@ -35,18 +35,6 @@ from tpu_platform.summary import summarize
 FLEET = "tpu-platform:fleet"
 CLUSTER = "gcp:container/cluster:Cluster"
 MANAGER = "pulumi:providers:kubernetes::tpu-manager-cluster-k8s"
-
-
-@pytest.fixture
-def fleet_stack() -> dict[str, Any]:
-    return copy.deepcopy(load_stack_config(stack_file("fleet")))
-
-
-@pytest.fixture(scope="module")
-def rendered() -> Any:
-    from tpu_platform.components.program import stack_program
-
-    return render(stack_program, load_stack_config(stack_file("fleet")), stack="fleet")
 
 
 def _objects(rendering: Any, kind: str) -> list[tuple[str | None, dict[str, Any]]]:

@@ -10,7 +10,6 @@ ServiceAccount token" (``docs/reference/access-authn-authz/service-accounts-admi
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Callable
 from typing import Any
@@ -23,7 +22,7 @@ from tpu_platform.config.fleet import FLEET_FRAMEWORKS, never_bound_namespaces
 from tpu_platform.config.kueue import REQUIRED_FRAMEWORKS
 from tpu_platform.constants import RESERVED_NAMESPACES
 from tpu_platform.kueue import multikueue as mk
-from tpu_platform.plan import load_stack_config, parse_stack_config, render, stack_file
+from tpu_platform.plan import load_stack_config, parse_stack_config, stack_file
 from tpu_platform.schema.rendered import kubernetes_objects
 
 FLEET = "tpu-platform:fleet"
@@ -45,18 +44,6 @@ UPSTREAM = {
     *(("kueue.x-k8s.io", "workloads/status", v) for v in ("get", "patch", "update")),
 }
 WRITES = {"create", "delete", "update", "patch"}
-
-
-@pytest.fixture
-def fleet_stack() -> dict[str, Any]:
-    return copy.deepcopy(load_stack_config(stack_file("fleet")))
-
-
-@pytest.fixture(scope="module")
-def rendered() -> Any:
-    from tpu_platform.components.program import stack_program
-
-    return render(stack_program, load_stack_config(stack_file("fleet")), stack="fleet")
 
 
 def _by_worker(rendering: Any) -> dict[str, list[dict[str, Any]]]:
