@@ -4,12 +4,13 @@ A terminating pod makes its JobSet *failing* (restarting: never a victim) and it
 (capacity on its way to a waiting JobSet). Both are true only while the pod can be expected to go.
 The API server sets ``deletionTimestamp`` to the deletion request plus the grace period
 (``deletionGracePeriodSeconds``) and removes the pod once that passed and its finalizers are gone
-(apimachinery ``ObjectMeta.DeletionTimestamp``: "the resource is expected to be deleted ... after
-the time in this field, once the finalizers list is empty"); the kubelet kills the containers at
-the end of the grace period. A pod still there long after, or with a grace period far beyond what a
-trainer needs to save a checkpoint, is held by something else: a finalizer its tenant owns, or a
-dead node (which the fail-fast rules clear, :mod:`.failfast`). Such a pod keeps occupying its
-node, but it no longer stands for a restart in progress nor for capacity on its way.
+(apimachinery v0.34 ``pkg/apis/meta/v1/types.go``, ``ObjectMeta.DeletionTimestamp``: "The resource
+is expected to be deleted ... after the time in this field, once the finalizers list is empty"); the
+kubelet sends SIGKILL at the end of the grace period (same comment). A pod still there long
+after, or with a grace period far beyond what a trainer needs to save a checkpoint, is held by
+something else: a finalizer its tenant owns, or a dead node (which the fail-fast rules clear,
+:mod:`.failfast`). Such a pod keeps occupying its node, but it no longer stands for a restart in
+progress nor for capacity on its way.
 """
 
 from __future__ import annotations
