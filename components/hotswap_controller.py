@@ -18,7 +18,7 @@ server (``tpu_platform.hotswap.iam`` cites each).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +48,8 @@ class HotswapControllerArgs:
     """The cluster's project: where the Google service account and its role live (corroboration)."""
     cluster_name: str = ""
     """Names the Google service account and role, so two clusters of a project never share them."""
+    teams: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    """Each team's namespaces: the controller counts a team as one tenant."""
 
 
 def pod_spec(cfg: HotswapConfig, image: Any, config_map: Any) -> dict[str, Any]:
@@ -211,7 +213,8 @@ class HotswapController(pulumi.ComponentResource):
                 spec={**policy.binding_spec, "policyName": vap.metadata.name},
                 opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[vap]),
             )
-        lease_rules = deploy.node_lease_role_rules(cfg.controller_settings())
+        settings = cfg.controller_settings(args.teams)
+        lease_rules = deploy.node_lease_role_rules(settings)
         if lease_rules:
             lease_meta = {"name": f"{APP_NAME}-node-leases", "namespace": deploy.NODE_LEASE_NAMESPACE}
             lease_role = _plain_object(
@@ -233,7 +236,7 @@ class HotswapController(pulumi.ComponentResource):
                 subjects=subject,
                 opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[account]),
             )
-        config_text = deploy.config_yaml(cfg.controller_settings(), cfg.runtime())
+        config_text = deploy.config_yaml(settings, cfg.runtime())
         config_map = _plain_object(
             k8s.core.v1.ConfigMap,
             f"{name}-config",

@@ -197,6 +197,7 @@ class TpuPlatform(pulumi.ComponentResource):
                 depends_on=ready,
                 project=cfg.project,
                 cluster_name=cfg.cluster.name,
+                teams=cfg.team_namespaces(),
             ),
             opts=child,
         )

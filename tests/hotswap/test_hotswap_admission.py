@@ -177,6 +177,7 @@ def test_nobody_else_may_set_change_or_remove_a_node_state_annotation(key: str) 
     node["metadata"]["annotations"][k.SUSPECT_SINCE_ANNOTATION] = "2030-01-01T00:00:00Z"
     node["metadata"]["annotations"][k.UNHEALTHY_HISTORY_ANNOTATION] = "2030-01-01T00:00:00Z"
     node["metadata"]["annotations"][k.TPU_ERRORS_ANNOTATION] = "2030-01-01T00:00:00Z/team-a/uid-1"
+    node["metadata"]["annotations"][k.TENANT_DECLARED_ANNOTATION] = "2030-01-01T00:00:00Z/team:a"
     removed = edited(node, lambda n: n["metadata"]["annotations"].pop(key))
     changed = edited(node, lambda n: n["metadata"]["annotations"].update({key: "2100-01-01T00:00:00Z"}))
     assert not admit(NODE_POLICY, "UPDATE", removed, node, TENANT)[0]

@@ -109,7 +109,7 @@ def test_one_tenants_reports_never_take_a_pool_that_runs_another_tenants_work() 
     for t in (T0 + 3, T0 + 60, T0 + 500):
         d = decide(snapshot(t, pods), S)
         assert not d.pool("p").declared, t  # type: ignore[union-attr]
-        assert any("also runs team-b" in n for n in d.notes)
+        assert any("also runs namespace team-b" in n for n in d.notes)
 
 
 def test_reports_of_two_tenants_confirm_each_other() -> None:

@@ -16,6 +16,7 @@ together. ``settings.instanceEvidenceMaxAgeSeconds`` tunes it.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -103,6 +104,11 @@ class HotswapConfig(StackModel):
                     "settings.runtime is the controller's process section, rendered from hotswap.dryRun "
                     "and hotswap.logLevel; remove it and set those keys instead"
                 )
+            if key == "teams":
+                raise ValueError(
+                    "settings.teams is rendered from the stack's teams section (each team's namespaces); "
+                    "remove it and list the namespaces under teams[].namespaces instead"
+                )
             if key == "computeCorroboration":
                 raise ValueError(
                     "settings.computeCorroboration is set by hotswap.computeCorroboration, which also "
@@ -116,12 +122,14 @@ class HotswapConfig(StackModel):
     def _namespace(cls, value: str) -> str:
         return check_dns_label(value, "namespace")
 
-    def controller_settings(self) -> dict[str, Any]:
+    def controller_settings(self, teams: Mapping[str, Sequence[str]] | None = None) -> dict[str, Any]:
         """``settings`` with the controller's own snake_case keys (and ``compute_corroboration`` when
-        the stack opts in)."""
+        the stack opts in), and ``teams`` (team -> its namespaces: who counts as one tenant)."""
         out = {to_snake(key): value for key, value in self.settings.items()}
         if self.compute_corroboration:
             out["compute_corroboration"] = True
+        if teams:
+            out["teams"] = {team: list(namespaces) for team, namespaces in sorted(teams.items())}
         return out
 
     @property

@@ -77,6 +77,14 @@ class PlatformConfig(StackModel):
     def _project(cls, value: str) -> str:
         return check_project_id(value)
 
+    def team_namespaces(self) -> dict[str, list[str]]:
+        """Each team's namespaces: one tenant each for the hotswap controller."""
+        return {team.name: team.namespace_names() for team in self.teams}
+
+    def controller_settings(self) -> dict[str, Any]:
+        """The hotswap controller's settings as the stack deploys them (its teams included)."""
+        return self.hotswap.controller_settings(self.team_namespaces())
+
     @property
     def cluster_location(self) -> str:
         """Where the control plane lives: the configured location, else the region."""

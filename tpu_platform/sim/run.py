@@ -69,9 +69,9 @@ class Result:
 
 
 def stack_settings(cfg: PlatformConfig) -> Settings:
-    """The controller settings the stack deploys: its ``hotswap.settings`` and corroboration switch
-    (on unless the stack turns it off), over the controller's defaults."""
-    return settings_from_mapping(cfg.hotswap.controller_settings())
+    """The controller settings the stack deploys: its ``hotswap.settings``, corroboration switch
+    (on unless the stack turns it off) and teams, over the controller's defaults."""
+    return settings_from_mapping(cfg.controller_settings())
 
 
 def stack_timings(cfg: PlatformConfig) -> Timings:

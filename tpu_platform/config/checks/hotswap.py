@@ -40,7 +40,7 @@ def check_hotswap(cfg: PlatformConfig) -> Problems:
             ("hotswap", "namespace"),
             f"{hot.namespace!r} is also a team namespace; the controller needs its own",
         )
-    opt_out = hot.controller_settings().get("opt_out_namespaces")
+    opt_out = cfg.controller_settings().get("opt_out_namespaces")
     for i, ns in enumerate(opt_out if isinstance(opt_out, list) else []):
         if ns not in team_namespaces:
             problems.add(
@@ -49,7 +49,7 @@ def check_hotswap(cfg: PlatformConfig) -> Problems:
                 "refuse preemption with tpu-platform.dev/preemptible: 'false'",
             )
     try:
-        document = config_document(hot.controller_settings(), hot.runtime())
+        document = config_document(cfg.controller_settings(), hot.runtime())
     except SettingsError as err:
         key = err.field.split(".")[-1]
         message = str(err).split(": ", 1)[-1]

@@ -46,6 +46,11 @@ TPU_ERRORS_ANNOTATION: Final = f"{DOMAIN}/tpu-errors"
 """Workload reports of TPU errors on the pool within the signal window, ``<time>/<namespace>/<pod uid>``
 space-separated: kept so a report outlives its pod (JobSet deletes a failed Job's pods at once)."""
 
+TENANT_DECLARED_ANNOTATION: Final = f"{DOMAIN}/tenant-declared"
+"""Tenants whose reports alone took the pool out of service, ``<time>/<tenant>`` space-separated
+(``team:<name>`` or ``ns:<name>``), kept for ``workload_signal_team_window_seconds``: the per-team rate
+limit and the preemption restriction read it (core/tenancy.py)."""
+
 NODE_STATE_ANNOTATIONS: Final = (
     UNHEALTHY_SINCE_ANNOTATION,
     UNHEALTHY_REASON_ANNOTATION,
@@ -53,6 +58,7 @@ NODE_STATE_ANNOTATIONS: Final = (
     CLEAN_SINCE_ANNOTATION,
     UNHEALTHY_HISTORY_ANNOTATION,
     TPU_ERRORS_ANNOTATION,
+    TENANT_DECLARED_ANNOTATION,
 )
 
 # --- preemption record, written on the victim JobSet ----------------------------------------------

@@ -12,6 +12,10 @@ Capacity already on its way counts first, so nothing is preempted while it is no
 free healthy pools, free pools about to finish recovering, pools draining from a restarting
 lower-priority (or the beneficiary's own) JobSet, and pools reserved for the beneficiary by an earlier
 preemption (recorded on the victim, so this survives a controller restart).
+
+A tenant whose reports alone took a pool out of service (``restricted``, :mod:`tpu_platform.hotswap.
+core.tenancy`) gets victims of its own tenant only while that pool is out: its word never costs
+another team its work.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from tpu_platform.hotswap.core.health import PoolState, PoolStatus
 from tpu_platform.hotswap.core.index import ClusterIndex
 from tpu_platform.hotswap.core.model import PENDING, JobSet, NodePool, Pod, is_preemptible
 from tpu_platform.hotswap.core.settings import Settings
+from tpu_platform.hotswap.core.tenancy import tenant_key, tenant_label
 from tpu_platform.hotswap.core.timeutil import CLOCK_SKEW_SECONDS, format_time, parse_time
 
 Shape = tuple[str, str]
@@ -434,9 +439,13 @@ def plan_preemptions(
     failing: frozenset[str],
     *,
     avoid: frozenset[str] = frozenset(),
+    restricted: frozenset[str] = frozenset(),
+    teams: Mapping[str, str] | None = None,
 ) -> PreemptionPlan:
     """Decide preemptions; ``failing`` are JobSets already restarting or being failed fast now.
-    ``avoid`` are pools no victim's slice is taken from (maintenance due too soon to be useful)."""
+    ``avoid`` are pools no victim's slice is taken from (maintenance due too soon to be useful).
+    ``restricted`` tenants (``teams`` maps namespaces to tenants) take victims of their own only."""
+    team_map = teams if teams is not None else {}
     plan = PreemptionPlan([], [], [], [], [])
     benes = _beneficiaries(idx, settings, now, plan.notes)
     reservations = read_reservations(idx, settings, now, plan.notes)
@@ -480,7 +489,7 @@ def plan_preemptions(
         reserved_victims=reserved_victims,
         avoid=avoid,
     )
-    queues: dict[Shape, _Queue] = {}
+    queues: dict[tuple[Shape, str | None], _Queue] = {}
 
     used_pools: set[str] = set()
     used_victims: set[str] = set()
@@ -489,6 +498,8 @@ def plan_preemptions(
         if js.key in used_victims:
             continue
         shape = (js.accelerator, js.topology)
+        tenant = tenant_key(js.namespace, team_map)
+        own_only = tenant if tenant in restricted else None
         co_located: dict[str, Candidate] = {}
         cleared: tuple[str, ...] = ()
         if b.partial_pools:
@@ -501,6 +512,7 @@ def plan_preemptions(
                 failing=failing,
                 used_victims=used_victims,
                 notes=plan.notes,
+                own_only=None if own_only is None else (own_only, team_map),
             )
             if found is None:
                 continue
@@ -528,17 +540,29 @@ def plan_preemptions(
         rest = need - sum(1 for c in co_located.values() for p in c.pools if p not in b.own_pools)
         chosen: tuple[Candidate, ...] = ()
         if rest > 0:
-            queue = queues.get(shape)
+            # A restricted tenant's own queue: eligibility stays monotonic within it as in the shared one.
+            queue = queues.get((shape, own_only))
             if queue is None:
-                queue = queues[shape] = _Queue(v.candidate for v in victims.values() if v.shape == shape)
+                queue = queues[(shape, own_only)] = _Queue(
+                    v.candidate
+                    for key, v in victims.items()
+                    if v.shape == shape
+                    and (own_only is None or tenant_key(idx.jobsets[key].namespace, team_map) == own_only)
+                )
             picked = queue.select(
                 rest,
                 alive=_still_eligible(js.priority, used_victims, used_pools),
                 skip=_held_by(co_located.values()),
             )
             if picked is None:
+                whose = (
+                    f" of {tenant_label(own_only)} (its reports alone hold a pool out of service)"
+                    if own_only is not None
+                    else ""
+                )
                 plan.notes.append(
-                    f"{js.key}: needs {rest} {js.topology} slice(s); lower-priority victims free too few"
+                    f"{js.key}: needs {rest} {js.topology} slice(s); "
+                    f"lower-priority victims{whose} free too few"
                 )
                 continue
             chosen = picked
@@ -575,6 +599,7 @@ def _co_located(
     failing: frozenset[str],
     used_victims: set[str],
     notes: list[str],
+    own_only: tuple[str, Mapping[str, str]] | None = None,
 ) -> tuple[dict[str, Candidate], tuple[str, ...]] | None:
     """Victims whose pods hold nodes of pools where the beneficiary is partly placed, and those pools.
 
@@ -613,6 +638,13 @@ def _co_located(
                 notes.append(
                     f"{js.key}: partly placed on {pool}, blocked by {p.namespace}/{p.name} of {owner}, "
                     "which is not a lower-priority preemptible managed JobSet; not preempting"
+                )
+                return None
+            if own_only is not None and tenant_key(p.namespace, own_only[1]) != own_only[0]:
+                notes.append(
+                    f"{js.key}: partly placed on {pool}, blocked by {p.namespace}/{p.name} of another "
+                    f"tenant, while {tenant_label(own_only[0])}'s reports alone hold a pool out of "
+                    "service; not preempting"
                 )
                 return None
             prev = chosen.get(v.candidate.key, v.candidate)

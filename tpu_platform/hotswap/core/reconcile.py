@@ -25,6 +25,7 @@ from tpu_platform.hotswap.core.maintenance import avoided_pools, plan_maintenanc
 from tpu_platform.hotswap.core.model import Pod, Snapshot
 from tpu_platform.hotswap.core.preemption import Preemption, plan_preemptions
 from tpu_platform.hotswap.core.settings import Settings
+from tpu_platform.hotswap.core.tenancy import TenantLedger, restricted_tenants, team_of_namespace
 from tpu_platform.hotswap.core.workload_signals import assess_pool_signals, stored_reports
 
 
@@ -91,7 +92,11 @@ def decide(
     records: dict[str, PoolRecord] = {}
     notes: list[str] = []
     suspects: list[str] = []
-    for name, nodes in idx.nodes_by_pool.items():
+    teams = team_of_namespace(s)
+    ledger = TenantLedger.read(idx.nodes_by_pool, s, now)
+    for name in sorted(idx.nodes_by_pool):
+        nodes = idx.nodes_by_pool[name]
+        system = next((f"{n.name}: {p.reason}" for n in nodes for p in problems.get(n.name, ())), None)
         signals = assess_pool_signals(
             nodes,
             idx.reporting_by_pool.get(name, ()),
@@ -99,7 +104,11 @@ def decide(
             stored=stored_reports(nodes),
             settings=s,
             now=now,
+            teams=teams,
+            limited=ledger.limited(name),
+            system=system,
         )
+        declared_by = ledger.record(name, signals.tenants, now)
         workload_problem = signals.problem()
         if signals.suspect:
             suspects.append(name)
@@ -113,7 +122,10 @@ def decide(
             node_problems=problems,
             record=previous.get(name),
             pool_problems=() if workload_problem is None else (workload_problem,),
-            extra_annotations={k.TPU_ERRORS_ANNOTATION: signals.annotation},
+            extra_annotations={
+                k.TPU_ERRORS_ANNOTATION: signals.annotation,
+                k.TENANT_DECLARED_ANNOTATION: declared_by,
+            },
         )
         statuses[name] = status
         if record is not None:
@@ -167,7 +179,14 @@ def decide(
             | {key for key, pods in idx.pods_by_jobset.items() if any(still_draining(p, now) for p in pods)}
         )
         plan = plan_preemptions(
-            idx, statuses, s, now, failing, avoid=avoided_pools(idx, s, now, windows=maintenance.windows)
+            idx,
+            statuses,
+            s,
+            now,
+            failing,
+            avoid=avoided_pools(idx, s, now, windows=maintenance.windows),
+            restricted=restricted_tenants(ledger, (name for name, st in statuses.items() if not st.usable)),
+            teams=teams,
         )
         for e in plan.evictions:
             evictions.setdefault(e.key, e)

@@ -62,10 +62,37 @@ def _as_strings(name: str, value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+
+def _as_teams(name: str, value: Any) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """``{team: [namespace, ...]}`` (or its tuple form) as sorted pairs. Teams may share a namespace
+    (the stack allows it with ``create: false``); they are then one tenant (core/tenancy.py)."""
+    items = value.items() if isinstance(value, dict) else value
+    if not isinstance(items, list | tuple) and not isinstance(value, dict):
+        raise SettingsError(name, f"expected a mapping of team name to its namespaces, got {value!r}")
+    out: list[tuple[str, tuple[str, ...]]] = []
+    for item in items:
+        if not isinstance(item, list | tuple) or len(item) != 2:
+            raise SettingsError(name, f"expected a mapping of team name to its namespaces, got {value!r}")
+        team, namespaces = item
+        if not isinstance(team, str) or not _DNS_LABEL.match(team):
+            raise SettingsError(name, f"team name {team!r} is not a DNS label")
+        listed = _as_strings(f"{name}.{team}", namespaces)
+        for ns in listed:
+            if not _DNS_LABEL.match(ns):
+                raise SettingsError(f"{name}.{team}", f"namespace {ns!r} is not a DNS label")
+        out.append((team, tuple(sorted(set(listed)))))
+    if len({team for team, _ in out}) != len(out):
+        raise SettingsError(name, "a team is listed twice")
+    return tuple(sorted(out))
+
+
 COERCE = {
     "duration": _as_duration,
     "int": _as_int,
     "fraction": _as_fraction,
     "bool": _as_bool,
     "strings": _as_strings,
+    "teams": _as_teams,
 }

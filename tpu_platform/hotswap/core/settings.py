@@ -272,6 +272,17 @@ class Settings:
             "strings",
         ),
     )
+    teams: tuple[tuple[str, tuple[str, ...]], ...] = field(
+        default=(),
+        metadata=_doc(
+            """The stack's teams and their namespaces (rendered from the stack's teams section). A
+            tenant is a team, all its namespaces together; a namespace of no team is a tenant of its
+            own. Two namespaces of one team are one tenant's word, never two independent ones, and a
+            team whose reports alone took a pool out of service may preempt only its own JobSets
+            while that pool is out.""",
+            "teams",
+        ),
+    )
     managed_accelerators: tuple[str, ...] = field(
         default=("tpu-v6e-slice",),
         metadata=_doc(
@@ -309,9 +320,12 @@ class Settings:
             suspect (logged, nothing done); it is declared unhealthy only once confirmed by a second,
             independent signal (the device plugin withdrawing chips of one of its nodes) or by
             repetition (workload_signal_repeats reports from distinct pods within the window). Reports
-            of one tenant (namespace) confirm by repetition only while no other tenant's pod runs on
-            the pool: a tenant can write anything in a termination message, so it alone must never
-            take a pool that runs someone else's work out of service. A chip or ICI failure leaves the
+            of one tenant (a team, see teams) confirm by repetition only while no other tenant's pod
+            runs on the pool: a tenant can write anything in a termination message, so it alone must
+            never take a pool that runs someone else's work out of service, and a pool declared on
+            tenants' reports alone (no system signal: withdrawn chips, a node condition or taint, a
+            Compute Engine answer) lets those tenants preempt only their own JobSets while it is out
+            (workload_signal_team_limit bounds how often). A chip or ICI failure leaves the
             kubelet alive and the node Ready, so no node signal shows it (see the README's section
             "Chip and ICI failures").""",
             "bool",
@@ -352,6 +366,27 @@ class Settings:
             "int",
         ),
     )
+    workload_signal_team_limit: int = field(
+        default=1,
+        metadata=_doc(
+            """Pools a tenant's reports alone may take out of service within
+            workload_signal_team_window_seconds; past it, that tenant's reports only make pools suspect
+            until the oldest declaration leaves the window. One: a chip or ICI fault breaks one slice,
+            and a second slice of the same team failing on the team's word within the hour is likelier
+            the workload's own bug (or a forged report) than a second independent hardware fault. A
+            system signal (withdrawn chips, a node condition) confirms whatever the count. At least 1.""",
+            "int",
+        ),
+    )
+    workload_signal_team_window_seconds: float = field(
+        default=3600.0,
+        metadata=_doc(
+            """The window of workload_signal_team_limit. One hour, the flap window: each declaration
+            can cost the team up to an hour of work at the advised checkpoint cadence. A declaration is
+            also kept for as long as the pool it took out stays out, however long that is.""",
+            "duration",
+        ),
+    )
     chips_withdrawn_signal: bool = field(
         default=True,
         metadata=_doc(
@@ -374,7 +409,10 @@ class Settings:
         out: dict[str, Any] = {}
         for f in fields(self):
             value = getattr(self, f.name)
-            out[f.name] = list(value) if isinstance(value, tuple) else value
+            if f.metadata["kind"] == "teams":
+                out[f.name] = {team: list(namespaces) for team, namespaces in value}
+            else:
+                out[f.name] = list(value) if isinstance(value, tuple) else value
         return out
 
 
@@ -418,6 +456,11 @@ def _validate(s: Settings) -> None:
         )
     if s.workload_signals and s.workload_signal_window_seconds <= 0:
         raise SettingsError("workload_signal_window_seconds", "must be > 0 with workload_signals on, got 0")
+    if s.workload_signal_team_limit < 1:
+        raise SettingsError(
+            "workload_signal_team_limit",
+            f"must be >= 1 (0 would ignore every report), got {s.workload_signal_team_limit}",
+        )
     if len(s.tpu_error_patterns) > MAX_TPU_ERROR_PATTERNS or any(
         len(p) > MAX_TPU_ERROR_PATTERN_CHARS for p in s.tpu_error_patterns
     ):

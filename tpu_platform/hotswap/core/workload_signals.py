@@ -26,15 +26,20 @@ not read here; utilization metrics (duty cycle, TensorCore utilization) drop for
 are no failure signal.
 
 The rules. A termination message is written by the workload: a tenant can write anything there.
-So one report makes the pool *suspect* (a note, nothing done); so do withdrawn chips alone, since
-the kubelet also marks every device Unhealthy while the device plugin is disconnected
-(``markResourceUnhealthy``: a plugin restart). It is confirmed, and the pool bad, only by a second,
-independent signal (a report together with withdrawn chips on the pool; or reports from two
-tenants) or by repetition (``workload_signal_repeats`` reports from distinct pods within
-``workload_signal_window_seconds``), and repetition by one tenant counts only while no pod of
-another tenant runs on the pool: one tenant never takes a pool that runs someone else's work out
-of service by itself. Confirmed, the pool goes through the usual path (T_bad, taint, fail fast by
-eviction: the kubelet is alive and stops the pods itself, so nothing is force-deleted for it).
+The tenant is the team, all its namespaces together (:mod:`tpu_platform.hotswap.core.tenancy`). So
+one report makes the pool *suspect* (a note, nothing done); so do withdrawn chips alone, since the
+kubelet also marks every device Unhealthy while the device plugin is disconnected
+(``markResourceUnhealthy``: a plugin restart). It is confirmed, and the pool bad, by a signal no
+tenant can write on the same pool (withdrawn chips; a node problem the system set: a condition, a
+taint, a Compute Engine answer), or on the tenants' word alone: reports from two tenants, or
+repetition (``workload_signal_repeats`` reports from distinct pods within
+``workload_signal_window_seconds``) by one tenant while no pod of another tenant runs on the pool.
+A pool confirmed on the tenants' word alone records them (:attr:`PoolSignals.tenants`): while it is
+out, their JobSets preempt only their own tenant's work, so their reports never cost another team
+its work; and a tenant that already took ``workload_signal_team_limit`` pools out on its word within
+``workload_signal_team_window_seconds`` is not heard (its reports keep the pool suspect only).
+Confirmed, the pool goes through the usual path (taint, fail fast by eviction: the kubelet is alive
+and stops the pods itself, so nothing is force-deleted for it).
 
 Reports outlive their pods: JobSet deletes a failed Job's pods at once, so each report seen is kept
 in :data:`~tpu_platform.hotswap.core.constants.TPU_ERRORS_ANNOTATION` on every node of the pool (the
@@ -47,13 +52,14 @@ read within bounds: at most :data:`MAX_TERMINATIONS` terminations per pod, the f
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from tpu_platform.hotswap.core import constants as k
 from tpu_platform.hotswap.core.health import Problem, chips_withdrawn
 from tpu_platform.hotswap.core.model import Node, Pod
 from tpu_platform.hotswap.core.settings import Settings
+from tpu_platform.hotswap.core.tenancy import tenant_key, tenant_label
 from tpu_platform.hotswap.core.timeutil import CLOCK_SKEW_SECONDS, MAX_EPOCH, format_time, parse_time
 
 MAX_TERMINATIONS = 8
@@ -178,6 +184,9 @@ class PoolSignals:
 
     withdrawn: tuple[str, ...] = ()
     """Nodes of the pool with chips the device plugin marked Unhealthy (with the signal on)."""
+    tenants: tuple[str, ...] = ()
+    """Confirmed on these tenants' word alone (no signal a tenant cannot write): they are recorded
+    on the pool (:mod:`tpu_platform.hotswap.core.tenancy`). Empty when a system signal confirmed."""
 
     @property
     def suspect(self) -> bool:
@@ -203,10 +212,16 @@ def assess_pool_signals(
     stored: str | None,
     settings: Settings,
     now: float,
+    teams: Mapping[str, str] | None = None,
+    limited: frozenset[str] = frozenset(),
+    system: str | None = None,
 ) -> PoolSignals:
     """The pool's reports (stored ``stored`` plus those of ``reporting``, its pods with container
     terminations) and whether they are confirmed. ``occupants`` are the unfinished pods bound to the
-    pool's nodes (whose tenants a single tenant's reports must not override)."""
+    pool's nodes (whose tenants a single tenant's reports must not override). ``teams`` maps a
+    namespace to its tenant (:func:`~tpu_platform.hotswap.core.tenancy.team_of_namespace`);
+    ``limited`` tenants are at their rate limit and not heard; ``system`` names a problem the system
+    set on one of the pool's nodes (a signal no tenant can write), if any."""
     if not settings.workload_signals:
         return PoolSignals(annotation=stored.strip() if stored and stored.strip() else None)
     window = settings.workload_signal_window_seconds
@@ -239,21 +254,45 @@ def assess_pool_signals(
         named = ", ".join(withdrawn[:3]) + (f" and {len(withdrawn) - 3} more" if len(withdrawn) > 3 else "")
         why = f"TPU chips withdrawn on {named}: alone no proof (a device plugin restart does the same)"
         return PoolSignals((), False, why if withdrawn else "", annotation, withdrawn)
-    tenants = sorted({r.namespace for r in reports})
-    pods = len({r.pod_uid for r in reports})
-    others = sorted({p.namespace for p in occupants if p.uses_accelerator} - set(tenants))
-    who = f"{pods} pod(s) of {', '.join(tenants)}"
+    team_map = teams if teams is not None else {}
+
+    def tenant(namespace: str) -> str:
+        return tenant_key(namespace, team_map)
+
+    everyone = sorted({tenant(r.namespace) for r in reports})
+    heard = [r for r in reports if tenant(r.namespace) not in limited]
+    tenants = sorted({tenant(r.namespace) for r in heard})
+    muted = sorted(set(everyone) - set(tenants))
+    pods = len({r.pod_uid for r in heard})
+    who = f"{len({r.pod_uid for r in reports})} pod(s) of {_labels(everyone)}"
     if withdrawn:
         return PoolSignals(reports, True, f"{who}; {WITHDRAWN_NOTE}", annotation, withdrawn)
+    if system is not None:
+        return PoolSignals(reports, True, f"{who}; {system}", annotation)
+    others = sorted({tenant(p.namespace) for p in occupants if p.uses_accelerator} - set(tenants))
+    limit_note = (
+        f"; {_labels(muted)} already took {settings.workload_signal_team_limit} pool(s) out on its own "
+        f"reports within {settings.workload_signal_team_window_seconds:g}s: not heard"
+        if muted
+        else ""
+    )
+    declaring = tuple(tenants)
     if len(tenants) >= 2:
-        return PoolSignals(reports, True, f"{who}: independent tenants", annotation)
-    if pods >= settings.workload_signal_repeats and not others:
-        return PoolSignals(reports, True, f"{who}: repeated", annotation)
-    if others:
-        why = f"{who}; pool also runs {', '.join(others)}: one tenant's reports alone do not count"
+        why = f"{who}: independent tenants{limit_note}"
+        return PoolSignals(reports, True, why, annotation, tenants=declaring)
+    if tenants and pods >= settings.workload_signal_repeats and not others:
+        return PoolSignals(reports, True, f"{who}: repeated{limit_note}", annotation, tenants=declaring)
+    if others and tenants:
+        why = f"{who}; pool also runs {_labels(others)}: one tenant's reports alone do not count{limit_note}"
+    elif tenants:
+        why = f"{who}; {settings.workload_signal_repeats} needed{limit_note}"
     else:
-        why = f"{who}; {settings.workload_signal_repeats} needed"
+        why = who + limit_note
     return PoolSignals(reports, False, why, annotation)
+
+
+def _labels(tenants: Sequence[str]) -> str:
+    return ", ".join(tenant_label(t) for t in tenants)
 
 
 __all__ = [
