@@ -236,3 +236,17 @@ def test_teams_sharing_a_namespace_are_one_tenant(teams: dict[str, list[str]]) -
             groups.remove(g)
         groups.append(merged)
     assert len(set(of.values())) == len(groups)
+
+
+def test_a_system_signal_after_the_teams_word_lifts_the_restriction() -> None:
+    """The reports come first (the trainer exits at once), the kubelet's withdrawn chips 10 s later."""
+    snap, _, _ = step(report(cluster([(A_HIGH, 0), (B_LOW, 1)]), A_HIGH, 2, T0))
+    assert any(k.TENANT_DECLARED_ANNOTATION in n.annotations for n in snap.nodes)
+    first = NODES["p-0"][0].name
+    withdrawn = tuple(
+        replace(n, tpu_capacity=4, tpu_allocatable=2) if n.name == first else n for n in snap.nodes
+    )
+    snap, victims, _ = step(replace(snap, now=T0 + 10, nodes=withdrawn))
+    assert not any(k.TENANT_DECLARED_ANNOTATION in n.annotations for n in snap.nodes)
+    _, victims, _ = step(replace(snap, now=T0 + 25))
+    assert victims == [(B_LOW.key,)]

@@ -27,11 +27,20 @@ def scene(live: LiveCluster) -> Iterator[Scene]:
 
 
 def test_a_chip_error_with_the_kubelet_alive(scene: Scene, report: Report) -> None:
+    """The device plugin withdraws the broken chip (allocatable below capacity, written through the
+    node's status as the kubelet does): a signal no tenant writes, so the high JobSet takes the
+    low-priority team's slice."""
     kube = scene.kube
+    node = inc.a_high_node(kube)
     watch = w.Stopwatch(start=inc.chip_error(kube, inc.high_pods(kube)))
+    inc.withdraw_chips(kube, node, 1)
     watch.wait("pool tainted", lambda: pool_tainted(kube, scene.broken_pool), 120)
     watch.wait("high pods Running on the spare slice", lambda: high_moved(scene), 240)
-    report.incident(POLICY, "chip error", watch, "2 pods report it together; moved to the spare slice")
+    declared = [n["metadata"].get("annotations") or {} for n in inc.pool_nodes(kube, scene.broken_pool)]
+    assert not any(k.TENANT_DECLARED_ANNOTATION in a for a in declared), "a system signal confirmed it"
+    report.incident(
+        POLICY, "chip error", watch, "2 pods report it with the chip withdrawn; moved to the spare slice"
+    )
 
 
 def test_a_maintenance_notice(scene: Scene, report: Report) -> None:

@@ -35,6 +35,7 @@ CHAOS = "pod-container-running-failed.stage.kwok.x-k8s.io"  # kwok v0.8.0 pod/ch
 # kwok's stage writes the message unquoted into YAML, so it holds no ": ".
 TPU_ERROR = "SLICE_FAILURE_CHIP_DRIVER_ERROR chip 2 on this host reported an uncorrectable error"
 MAINTENANCE_LABEL = "cloud.google.com/scheduled-maintenance-time"
+CHIPS = "google.com/tpu"
 SPOT_TAINT = "cloud.google.com/impending-node-termination"
 # The kubelet's graceful node shutdown (kubernetes/kubernetes pkg/kubelet/nodeshutdown,
 # nodeShutdownReason and nodeShutdownMessage).
@@ -188,6 +189,19 @@ def chip_error(kube: Kube, pods: list[dict[str, Any]]) -> float:
     at = time.monotonic() + lead
     fail_pods_at(kube, pods[:2], time.time() + lead, TPU_ERROR)
     return at
+
+
+def withdraw_chips(kube: Kube, node: str, broken: int) -> None:
+    """The device plugin reports ``broken`` of the node's chips Unhealthy: the kubelet keeps them in
+    ``status.capacity`` and leaves them out of ``status.allocatable`` (kubernetes/kubernetes
+    ``pkg/kubelet/cm/devicemanager/manager.go``, ``GetCapacity``), written through the node's status
+    as the kubelet writes it. kwok's node stages keep a node's allocatable as it is
+    (``node-initialize.yaml``: ``with .status.allocatable``)."""
+    status = kube.get("v1", "Node", node)["status"]
+    chips = int(status["capacity"][CHIPS])
+    kube.patch(
+        "v1", "Node", node, {"status": {"allocatable": {CHIPS: str(chips - broken)}}}, subresource="status"
+    )
 
 
 def maintenance_notice(kube: Kube, pool: str, lead_s: int) -> int:

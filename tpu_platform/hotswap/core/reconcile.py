@@ -108,6 +108,8 @@ def decide(
             limited=ledger.limited(name),
             system=system,
         )
+        if signals.confirmed and not signals.tenants:
+            ledger.forget(name)  # a signal no tenant writes: nobody's word holds the pool out
         declared_by = ledger.record(name, signals.tenants, now)
         workload_problem = signals.problem()
         if signals.suspect:

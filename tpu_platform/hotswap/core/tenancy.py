@@ -16,7 +16,8 @@ own tenant's JobSets (:mod:`tpu_platform.hotswap.core.preemption`); and a tenant
 ``workload_signal_team_limit`` entries within ``workload_signal_team_window_seconds`` on other pools is
 not heard until the oldest leaves the window (the per-team rate limit). An entry is kept while its
 window lasts and, beyond it, while the pool still carries the controller's state (declared or
-recovering), so the restriction lasts as long as the pool is out.
+recovering), so the restriction lasts as long as the pool is out. Once a signal no tenant writes
+confirms the pool too, its entries are dropped: the pool is out on the system's word.
 """
 
 from __future__ import annotations
@@ -157,6 +158,11 @@ class TenantLedger:
             return None
         ordered = sorted(entries.items(), key=lambda e: (e[1], e[0]))
         return " ".join(Declaration(at, t).encode() for t, at in ordered)
+
+    def forget(self, pool: str) -> None:
+        """A signal no tenant writes confirmed the pool: its entries no longer restrict anyone nor
+        count against any tenant's limit."""
+        self.by_pool.pop(pool, None)
 
     def tenants_on(self, pool: str) -> frozenset[str]:
         return frozenset(self.by_pool.get(pool, ()))
