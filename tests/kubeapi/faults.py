@@ -32,8 +32,9 @@ class Request:
 class Fault:
     """``status``: reply with this code (and Retry-After if given); ``reset``: close the connection
     with RST before replying; ``delay``: wait before handling (a slow server; the write still lands,
-    so a client timing out does not know whether it did); ``drop_after``: close a watch stream after
-    this many seconds, mid-stream; ``body``: a 200 with a broken body."""
+    so a client timing out does not know whether it did, unless the request's ``timeout`` deadline
+    passes first: then 504 and nothing applied, as kube-apiserver does); ``drop_after``: close a
+    watch stream after this many seconds, mid-stream; ``body``: a 200 with a broken body."""
 
     status: int = 0
     retry_after: int | None = None

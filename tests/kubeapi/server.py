@@ -6,6 +6,14 @@ was compacted away answers 200 and then one ERROR event with a 410 Expired Statu
 ends the stream; with ``allowWatchBookmarks`` a BOOKMARK carrying only the current resourceVersion is
 sent every ``bookmark_interval`` (the API server sends one about every minute) and when the stream
 ends. Objects that move into or out of a label/field selector arrive as ADDED or DELETED.
+
+A request's ``timeout`` query parameter (a Go duration) is its deadline from when the request was
+received, as kube-apiserver's ``WithRequestDeadline`` sets it (k8s.io/apiserver v0.34.12
+``pkg/endpoints/filters/request_deadline.go``: ``context.WithDeadline(ctx, started.Add(timeout))``);
+a request still waiting on an injected delay at its deadline is answered 504 ``Timeout``, "request
+did not complete within requested timeout - context deadline exceeded" (``pkg/endpoints/handlers/
+finisher/finisher.go``, ``finishRequest``), and a write is not applied: a slow server never applies a
+write after the deadline its client gave it.
 """
 
 from __future__ import annotations
@@ -46,6 +54,24 @@ def identity_of(user_agent: str) -> str:
     return token.split("/", 1)[1] if token.startswith("tpu-platform-hotswap/") else token
 
 
+_GO_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def _deadline(timeout: str | None, received: float) -> float | None:
+    """The request's deadline from its ``timeout`` parameter (a single-unit Go duration such as
+    ``1500ms``, as the controller sends); None without one, or with ``0s`` (no deadline asked)."""
+    if not timeout:
+        return None
+    for unit in sorted(_GO_UNITS, key=len, reverse=True):
+        if timeout.endswith(unit):
+            try:
+                seconds = float(timeout[: -len(unit)]) * _GO_UNITS[unit]
+            except ValueError:
+                return None
+            return received + seconds if seconds > 0 else None
+    return None
+
+
 def _parse_path(path: str) -> tuple[str, str, list[str]]:
     parts = [p for p in path.split("/") if p]
     if parts[:2] == ["api", "v1"]:
@@ -63,6 +89,7 @@ class _Handler(BaseHTTPRequestHandler):
         """Quiet: the double records requests in ``served``."""
 
     def _route(self) -> None:
+        received = time.monotonic()
         url = urlsplit(self.path)
         query = dict(parse_qsl(url.query, keep_blank_values=True))
         length = int(self.headers.get("Content-Length") or 0)
@@ -102,6 +129,18 @@ class _Handler(BaseHTTPRequestHandler):
         )
         fault = d.faults.take(req)
         if fault is not None and fault.delay:
+            deadline = _deadline(query.get("timeout"), received)
+            if deadline is not None and received + fault.delay >= deadline:
+                time.sleep(max(0.0, deadline - time.monotonic()))
+                d.record(req, query, 504)
+                self._status(
+                    ApiStatus(
+                        504,
+                        "Timeout",
+                        "request did not complete within requested timeout - context deadline exceeded",
+                    )
+                )
+                return
             time.sleep(fault.delay)
         if fault is not None and fault.reset:
             d.record(req, query, 0)

@@ -4,6 +4,7 @@ the real ``kubernetes`` client (37.0.2) over loopback HTTP."""
 from __future__ import annotations
 
 import json
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -198,6 +199,36 @@ def test_injected_faults_fire_once_and_are_counted(api: tuple[ApiDouble, Seeder,
     assert status_of(core.list_node) == 503
     core.list_node()
     assert d.faults.injected == 1
+
+
+def test_a_delayed_write_past_its_timeout_is_504_and_not_applied(
+    api: tuple[ApiDouble, Seeder, client.ApiClient],
+) -> None:
+    """kube-apiserver's request deadline (``timeout``, from when the request arrived): a write still
+    waiting at it is answered 504 Timeout and never applied; within it the write lands."""
+    d, _, c = api
+    core: Any = client.CoreV1Api(c)
+
+    def patch(value: str, timeout: str) -> Any:
+        body = json.dumps({"metadata": {"labels": {"x": value}}}).encode()
+        req = urllib.request.Request(
+            f"{d.url}/api/v1/nodes/a-0?timeout={timeout}",
+            data=body,
+            headers={"Content-Type": "application/merge-patch+json"},
+            method="PATCH",
+        )
+        return urllib.request.urlopen(req, timeout=5)
+
+    d.faults.add(Fault(delay=0.5, verbs=("patch",)))
+    started = time.monotonic()
+    with pytest.raises(urllib.error.HTTPError) as err:
+        patch("late", "200ms")
+    assert err.value.code == 504 and json.loads(err.value.read())["reason"] == "Timeout"
+    assert time.monotonic() - started < 0.45, "answered at the deadline, not after the delay"
+    assert "x" not in (core.read_node("a-0").metadata.labels or {})
+    d.faults.add(Fault(delay=0.1, verbs=("patch",)))
+    patch("in-time", "2s").close()
+    assert core.read_node("a-0").metadata.labels["x"] == "in-time"
 
 
 def test_seeding_covers_kueue_and_events(api: tuple[ApiDouble, Seeder, client.ApiClient]) -> None:
