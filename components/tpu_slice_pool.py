@@ -42,10 +42,17 @@ def reservation_affinity(spec: SliceSpec) -> gcp.container.NodePoolNodeConfigRes
     return None
 
 
-def upgrade_settings(spec: SliceSpec) -> gcp.container.NodePoolUpgradeSettingsArgs:
-    """Upgrades that need no spare TPU capacity: surge 0/1, or SHORT_LIVED for flex-start VMs."""
+def upgrade_settings(spec: SliceSpec) -> gcp.container.NodePoolUpgradeSettingsArgs | None:
+    """Upgrades that need no spare TPU capacity: surge 0/1; none set for flex-start VMs.
+
+    For flex-start (and queued provisioning) nodes GKE chooses short-lived upgrades itself ("For
+    nodes that use Flex-start VMs, GKE uses short-lived upgrades": GKE "Node pool upgrade
+    strategies"), and the provider accepts only ``SURGE`` and ``BLUE_GREEN`` for
+    ``upgrade_settings.strategy`` (terraform-provider-google v7.44.0
+    ``google/services/container/resource_container_node_pool.go``, ``validation.StringInSlice``),
+    so the field is left for GKE to fill in."""
     if spec.flex_start:
-        return gcp.container.NodePoolUpgradeSettingsArgs(strategy="SHORT_LIVED")
+        return None
     return gcp.container.NodePoolUpgradeSettingsArgs(strategy="SURGE", max_surge=0, max_unavailable=1)
 
 

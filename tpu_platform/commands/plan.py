@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..config import StackConfigError
 from ..plan import dump_plan, list_stacks, load_stack_config, parse_stack_config, plan_document, render
+from ..plan.provider_rules import violations
 from ..plan.review import check_plan
 from ..project import Project, ProjectError, find_project, resolve_stack
 from ..summary import summarize
@@ -43,7 +44,11 @@ def render_plan(stack: str, stacks_dir: Path | None = None) -> tuple[str, str]:
     summary = summarize(cfg)
     with contextlib.chdir(_program_folder()):  # Pulumi runs a program from its project folder
         rendering = render(stack_program, config, stack=ref.name)
-    return dump_plan(plan_document(ref.name, rendering, summary.as_dict())), summary.as_text()
+    document = plan_document(ref.name, rendering, summary.as_dict())
+    rejected = violations(document["resources"])
+    if rejected:
+        raise StackConfigError([f"the Google provider would reject {line}" for line in rejected])
+    return dump_plan(document), summary.as_text()
 
 
 def _program_folder() -> Path:

@@ -1,0 +1,227 @@
+"""Values the Google provider rejects before any API call, derived from its pinned schema source.
+
+pulumi-gcp bridges Terraform's Google provider, whose SDKv2 schema validates each field before
+``pulumi preview`` reaches Google: ``ValidateFunc: validation.StringInSlice([]string{...}, ignoreCase)``
+(an enum) and ``ConflictsWith: []string{...}`` (fields that cannot be set together). As
+:mod:`tpu_platform.plan.force_new` reads ``ForceNew``, this module reads both from the Go schema
+literals of hashicorp/terraform-provider-google (``google/services/container/``) at the pinned tag and
+writes them as package data (``data/provider_rules.json``, with each source file's sha256):
+
+    python -m tpu_platform.plan.provider_rules --git-dir <mirror of terraform-provider-google> --tag v7.44.0
+
+:func:`violations` checks a rendered plan's NodePool and Cluster inputs against them, so a value the
+provider would refuse fails ``tpu-platform plan`` and the plan tests before any preview. Semantics of
+the two validators: hashicorp/terraform-plugin-sdk v2.38.1 ``helper/validation/strings.go``
+(``StringInSlice``: the value must equal one of the list, case-folded when ``ignoreCase``) and
+``helper/schema/schema.go`` (``validateConflictingAttributes``: an error when the field and any
+listed one are both set).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import sys
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from .force_new import CLUSTER_FILE, NODE_CONFIG_FILE, NODE_POOL_FILE, camel_path
+from .upstream_git import git_show, write_or_print
+
+DATA_FILE = "provider_rules.json"
+NODE_POOL = "gcp:container/nodePool:NodePool"
+CLUSTER = "gcp:container/cluster:Cluster"
+_FIELD = re.compile(r'^(\t+)"([a-z0-9_]+)":\s*(\{|(schema[A-Za-z]+)\(\),?)')
+_FUNC = re.compile(r"^func (schema[A-Za-z]+)\(\) \*schema\.Schema \{")
+_ENUM = re.compile(r"StringInSlice\(\[\]string\{([^}]*)\},\s*(true|false)\)")
+_CONFLICTS = re.compile(r"ConflictsWith:\s*\[\]string\{([^}]*)\}")
+_STRING = re.compile(r'"([^"]*)"')
+
+Facts = dict[str, dict[str, Any]]
+"""Dotted snake_case path -> {"enum": [...], "ignore_case": bool} and/or {"conflicts": [...]}."""
+
+
+def _statements(lines: Iterable[str]) -> Iterator[str]:
+    """Lines, with a ``StringInSlice(`` or ``ConflictsWith`` list that spans lines joined into one."""
+    pending = ""
+    for line in lines:
+        if pending:
+            pending += " " + line.strip()
+            if "}" in line:
+                yield pending
+                pending = ""
+            continue
+        if ("StringInSlice([]string{" in line or "ConflictsWith: []string{" in line) and "}" not in line:
+            pending = line
+            continue
+        yield line
+
+
+def schema_facts(source: str, helpers: Mapping[str, Facts] | None = None) -> Facts:
+    """Every field's enum and conflicts, by dotted snake_case path (gofmt's tab nesting, as
+    :func:`~tpu_platform.plan.force_new.force_new_fields`); a field defined by a helper call takes
+    the helper's facts under its name."""
+    helpers = helpers or {}
+    stack: list[tuple[int, str]] = []
+    out: Facts = {}
+    for line in _statements(source.splitlines()):
+        field = _FIELD.match(line)
+        if field:
+            depth = len(field.group(1))
+            while stack and stack[-1][0] >= depth:
+                stack.pop()
+            stack.append((depth, field.group(2)))
+            helper = field.group(4)
+            if helper in helpers:
+                prefix = ".".join(name for _, name in stack)
+                for sub, facts in helpers[helper].items():
+                    out.setdefault(f"{prefix}.{sub}" if sub else prefix, {}).update(facts)
+            continue
+        if not stack:
+            continue
+        path = ".".join(name for _, name in stack)
+        _facts_of(line, out.setdefault(path, {}))
+        if not out[path]:
+            del out[path]
+    return out
+
+
+def _facts_of(line: str, into: dict[str, Any]) -> None:
+    enum = _ENUM.search(line)
+    if enum:
+        into["enum"] = _STRING.findall(enum.group(1))
+        into["ignore_case"] = enum.group(2) == "true"
+    conflicts = _CONFLICTS.search(line)
+    if conflicts:
+        into["conflicts"] = _STRING.findall(conflicts.group(1))
+
+
+def helper_facts(source: str) -> dict[str, Facts]:
+    """Facts inside each ``func schemaX() *schema.Schema``, relative to the field it defines (``""``:
+    the field itself)."""
+    bodies: dict[str, list[str]] = {}
+    current: str | None = None
+    for line in source.splitlines():
+        match = _FUNC.match(line)
+        if match:
+            current = match.group(1)
+            bodies[current] = []
+            continue
+        if current is not None:
+            if line == "}":
+                current = None
+            else:
+                bodies[current].append(line)
+    out: dict[str, Facts] = {}
+    for name, body in bodies.items():
+        own: dict[str, Any] = {}
+        for line in _statements(body):
+            if re.match(r"^\t\t[A-Z]", line):
+                _facts_of(line, own)
+        facts = schema_facts("\n".join(body))
+        if own:
+            facts[""] = own
+        out[name] = facts
+    return out
+
+
+def derive(git_dir: Path, tag: str) -> dict[str, Any]:
+    """``provider_rules.json`` from a mirror of the provider at ``tag``."""
+    paths = (NODE_POOL_FILE, NODE_CONFIG_FILE, CLUSTER_FILE)
+    texts = {path: git_show(git_dir, tag, path) for path in paths}
+    helpers = {**helper_facts(texts[NODE_CONFIG_FILE]), **helper_facts(texts[CLUSTER_FILE])}
+    rules = {
+        NODE_POOL: schema_facts(texts[NODE_POOL_FILE], helpers),
+        CLUSTER: schema_facts(texts[CLUSTER_FILE], helpers),
+    }
+    return {
+        "repository": "hashicorp/terraform-provider-google",
+        "tag": tag,
+        "files": {path: hashlib.sha256(text.encode()).hexdigest() for path, text in sorted(texts.items())},
+        "resources": {
+            kind: {camel_path(path): facts for path, facts in sorted(found.items())}
+            for kind, found in rules.items()
+        },
+    }
+
+
+def load() -> dict[str, Any]:
+    """The committed derivation (package data)."""
+    text = resources.files("tpu_platform.plan").joinpath("data", DATA_FILE).read_text()
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+def _values(inputs: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """(camelCase dotted path, value) of every set leaf and block; list items share their list's path
+    (a Terraform list block's items are addressed ``field.0.sub``, which the rules drop)."""
+    if isinstance(inputs, dict):
+        for key, value in inputs.items():
+            path = f"{prefix}.{key}" if prefix else str(key)
+            if value is None:
+                continue
+            yield path, value
+            yield from _values(value, path)
+    elif isinstance(inputs, list):
+        for item in inputs:
+            yield from _values(item, prefix)
+
+
+def _conflict_path(ref: str) -> str:
+    """``private_cluster_config.0.enable_private_endpoint`` -> the plan's camelCase path, list
+    indexes dropped."""
+    return camel_path(".".join(part for part in ref.split(".") if not part.isdigit()))
+
+
+def violations(resources_: Iterable[Mapping[str, Any]], rules: Mapping[str, Any] | None = None) -> list[str]:
+    """One line per input of a plan's resources that the provider's own validation would reject."""
+    data = rules if rules is not None else load()
+    tag = data.get("tag", "")
+    out: list[str] = []
+    for res in resources_:
+        by_path = data.get("resources", {}).get(res.get("type"), {})
+        if not by_path:
+            continue
+        values = dict(_values(res.get("inputs") or {}))
+        for path, value in sorted(values.items()):
+            facts = by_path.get(path)
+            if not facts:
+                continue
+            allowed = facts.get("enum")
+            if allowed is not None and isinstance(value, str):
+                fold = facts.get("ignore_case", False)
+                ok = value.lower() in {a.lower() for a in allowed} if fold else value in allowed
+                if not ok:
+                    out.append(
+                        f"{res.get('name')}: {path} = {value!r} is not one of {', '.join(allowed)} "
+                        f"(terraform-provider-google {tag}, the provider pulumi-gcp bridges, rejects it)"
+                    )
+            for ref in facts.get("conflicts", ()):
+                other = _conflict_path(ref)
+                if other in values:
+                    out.append(
+                        f"{res.get('name')}: {path} and {other} cannot both be set "
+                        f"(terraform-provider-google {tag} ConflictsWith)"
+                    )
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--git-dir", type=Path, required=True, help="bare clone of terraform-provider-google")
+    parser.add_argument("--tag", required=True)
+    parser.add_argument(
+        "--write", action="store_true", help="update tpu_platform/plan/data/provider_rules.json"
+    )
+    args = parser.parse_args(argv)
+    text = json.dumps(derive(args.git_dir, args.tag), indent=2, sort_keys=True) + "\n"
+    write_or_print(text, DATA_FILE, args.write)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
