@@ -445,6 +445,13 @@ def test_priority_values_unique(stack: dict[str, Any]) -> None:
     assert message.startswith("tpu-platform:priorities[1].value: 10 is also the value of 'a'")
 
 
+def test_an_empty_priorities_list_is_one_clear_problem(stack: dict[str, Any]) -> None:
+    stack["tpu-platform:priorities"] = []
+    message = only_problem(stack)
+    assert message.startswith("tpu-platform:priorities: is empty")
+    assert "remove the key" in message
+
+
 def test_priority_names_unique(stack: dict[str, Any]) -> None:
     stack["tpu-platform:priorities"] = [{"name": "a", "value": 10}, {"name": "a", "value": 20}]
     message = only_problem(stack)

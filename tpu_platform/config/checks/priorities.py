@@ -1,4 +1,4 @@
-"""Checks of the ``priorities`` section: distinct names and values, at most one default."""
+"""Checks of the ``priorities`` section: at least one, distinct names and values, at most one default."""
 
 from __future__ import annotations
 
@@ -9,6 +9,13 @@ from ..problems import Loc, Problems
 def check_priorities(cfg: PlatformConfig) -> Problems:
     """Distinct names and values (a defined admission order), at most one global default."""
     problems = Problems()
+    if not cfg.priorities:
+        problems.add(
+            ("priorities",),
+            "is empty: JobSets need PriorityClasses to be ranked and the alerts watch the highest one; "
+            "remove the key for the default high/low priorities, or list at least one",
+        )
+        return problems
     names: dict[str, int] = {}
     values: dict[int, str] = {}
     defaults: list[str] = []
