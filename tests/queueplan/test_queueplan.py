@@ -186,6 +186,17 @@ def test_borrowing_limit_caps_available_with_usage(tree_cfg: PlatformConfig) -> 
     assert usage.available(b, FOUR) == 0
 
 
+def test_over_admission_leaves_nothing_available_never_less(tree_cfg: PlatformConfig) -> None:
+    """Kueue v0.19.2: ``available`` (resource_node.go) goes negative when usage exceeds the tree's
+    quota (capacity removed); ``ClusterQueueSnapshot.Available`` clamps it at 0."""
+    tree = queue_plan(tree_cfg).tree
+    usage = TreeUsage(tree)
+    a, b = tree.queues["a"], tree.queues["b"]
+    usage.charge(a, FOUR, 10)
+    assert usage.raw_available(b, FOUR) < 0
+    assert usage.available(b, FOUR) == 0
+
+
 @settings(max_examples=80, deadline=None)
 @given(ops=st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(1, 3)), max_size=8))
 def test_release_undoes_charge(ops: list[tuple[str, int]]) -> None:

@@ -2,7 +2,10 @@
 what-if: a node's usage first fills its local quota, the rest counts against its parent.
 
 Kueue 0.19.2 ``pkg/cache/scheduler/resource_node.go``: ``addUsage``, ``removeUsage``,
-``LocalAvailable`` and ``available`` (the last one may go negative on over-admission).
+``LocalAvailable`` and ``available`` (which may go negative on over-admission: quota removed, a
+queue moved to another cohort); what a ClusterQueue can admit is that clamped at 0
+(``pkg/cache/scheduler/clusterqueue_snapshot.go``, ``ClusterQueueSnapshot.Available``:
+``MaxAmount(NewAmount(0), available(c, fr))``), while the recursion up the tree stays unclamped.
 """
 
 from __future__ import annotations
@@ -38,7 +41,13 @@ class TreeUsage:
         return max(0, self.tree.local(node, shape) - self.of(node, shape))
 
     def available(self, node: QuotaNode, shape: Shape) -> int:
-        """What the node could still admit now, within every borrowing limit on the way up."""
+        """What the node could still admit now, within every borrowing limit on the way up: never
+        below 0, as Kueue's ``ClusterQueueSnapshot.Available`` (:meth:`raw_available` is the signed
+        value, which a parent's over-admission makes negative)."""
+        return max(0, self._available(node, shape, set()))
+
+    def raw_available(self, node: QuotaNode, shape: Shape) -> int:
+        """Kueue's unclamped ``available`` (``resource_node.go``): negative on over-admission."""
         return self._available(node, shape, set())
 
     def _available(self, node: QuotaNode, shape: Shape, seen: set[str]) -> int:
