@@ -13,11 +13,12 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+from .quantity import NANO, parse_quantity
+
 GKE_NAME_RE = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 LABEL_VALUE_RE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
-WEIGHT_RE = re.compile(r"^[0-9]+(\.[0-9]+)?$")
 
 
 class StackModel(BaseModel):
@@ -69,17 +70,24 @@ def check_dns_subdomain(value: str, what: str) -> str:
 
 
 def fair_sharing_weight(value: Any) -> str | None:
-    """Fair-sharing weights: a non-negative decimal, kept as text (Kubernetes quantities)."""
+    """Fair-sharing weights, kept as text: what Kueue v0.19.2 accepts, a Kubernetes quantity that
+    is 0 or greater than 1n (``pkg/webhooks/common.go``, ``validateFairSharing``: not negative, and
+    "When not 0, weight must be > 10e-9", comparing with ``resource.MustParse("1n")``)."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise ValueError(f"fair-sharing weight {value!r} must be a non-negative number such as 1 or 0.5")
-    text = str(value).strip()
-    if not WEIGHT_RE.match(text):
-        raise ValueError(f"fair-sharing weight {value!r} must be a non-negative number such as 1 or 0.5")
-    number = float(text)
-    if 0 < number <= 1e-9:
         raise ValueError(
-            f"fair-sharing weight {value!r} must be 0 or greater than 1e-9 (Kueue rounds it to 0)"
+            f"fair-sharing weight {value!r} must be a non-negative quantity such as 1, 0.5 or 500m"
+        )
+    text = str(value).strip()
+    number = parse_quantity(text)
+    if number is None or number < 0:
+        raise ValueError(
+            f"fair-sharing weight {value!r} must be a non-negative quantity such as 1, 0.5 or 500m"
+        )
+    if 0 < number <= NANO:
+        raise ValueError(
+            f"fair-sharing weight {value!r} must be 0 or greater than 1n (1e-9): Kueue rejects a weight "
+            "that would collapse to 0"
         )
     return text
