@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tpu_platform.config.base import fair_sharing_weight
-from tpu_platform.config.quantity import parse_quantity
+from tpu_platform.config.formats import parse_quantity
 
 KUEUE_TABLE = [  # (weight, Kueue admits it)
     ("1", True),

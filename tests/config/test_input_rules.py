@@ -111,9 +111,6 @@ CASES: list[tuple[str, Mutation, str, str]] = [
     ("huge-quota",
      _set("tpu-platform:teams", [{"name": "t", "quota": [{"topology": "4x4", "slices": 2**63}]}]),
      "teams[0].quota[0].slices", "less than or equal to 4096"),
-    ("zero-quota-no-cohort",
-     _set("tpu-platform:teams", [{"name": "t", "quota": [{"topology": "4x4", "slices": 0}]}]),
-     "teams[0].quota", "can admit nothing"),
     ("wait-fields-while-off",
      _set("tpu-platform:kueue.waitForPodsReady", {"enabled": False, "timeout": "10m"}),
      "kueue.waitForPodsReady.timeout", "has no effect while waitForPodsReady.enabled is false"),
@@ -155,6 +152,14 @@ def test_no_teams_is_a_warning_not_an_error(stack: dict[str, Any]) -> None:
     assert len(warnings) == 1 and warnings[0].startswith("tpu-platform:teams: no teams")
     stack["tpu-platform:teams"] = [TEAM]
     assert not stack_warnings(parse_stack_config(stack)).lines
+
+
+def test_a_zero_quota_queue_without_a_cohort_is_a_warning(stack: dict[str, Any]) -> None:
+    """Kueue accepts a ClusterQueue whose nominal quotas are all 0; it just admits nothing."""
+    stack["tpu-platform:teams"] = [{**TEAM, "quota": [{"topology": "4x4", "slices": 0}]}]
+    (warning,) = stack_warnings(parse_stack_config(stack)).lines
+    assert warning.startswith("tpu-platform:teams[0].quota: every nominal quota is 0")
+    assert "Kueue accepts" in warning and "can admit nothing" in warning
 
 
 def test_quoted_scalars_reach_both_paths_as_text() -> None:

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from tests.config.stack_problems import only_problem, problems_of
+from tpu_platform.config.checks import stack_warnings
 from tpu_platform.plan import parse_stack_config
 from tpu_platform.queueplan import queue_plan
 
@@ -233,11 +234,12 @@ def test_lending_above_nominal(queued: dict[str, Any]) -> None:
 
 
 def test_reclaim_without_cohort_is_ignored_by_kueue(queued: dict[str, Any]) -> None:
+    """Kueue accepts it and ignores it: a warning, not an error."""
     del queued["tpu-platform:teams"][0]["cohortName"]
     queued["tpu-platform:teams"][0]["preemption"] = {"reclaimWithinCohort": "Any"}
-    message = only_problem(queued)
+    (message,) = stack_warnings(parse_stack_config(queued)).lines
     assert message.startswith(
-        "tpu-platform:teams[0].preemption.reclaimWithinCohort: has no effect without a cohort"
+        "tpu-platform:teams[0].preemption.reclaimWithinCohort: has no effect without a cohort: Kueue accepts"
     )
     assert "set cohortName" in message
 
@@ -405,10 +407,12 @@ def test_undeclared_cohort_when_cohorts_are_declared(queued: dict[str, Any]) -> 
     assert "did you mean 'mlx'" in problems[0]
 
 
-def test_cohort_parent_must_be_declared(queued: dict[str, Any]) -> None:
+def test_an_undeclared_parent_cohort_is_a_warning(queued: dict[str, Any]) -> None:
+    """Kueue creates the parent implicitly; we advise declaring it."""
     queued["tpu-platform:cohorts"] = [{"name": "ml", "parentName": "org"}]
-    message = only_problem(queued)
+    (message,) = stack_warnings(parse_stack_config(queued)).lines
     assert message.startswith("tpu-platform:cohorts[0].parentName: parent cohort 'org' is not declared")
+    assert "Kueue creates it implicitly" in message
 
 
 def test_cohort_cycle(queued: dict[str, Any]) -> None:

@@ -8,12 +8,15 @@ Stack files are YAML written by people, so every error names the exact config pa
 from __future__ import annotations
 
 import re
+from decimal import ROUND_CEILING, Decimal
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
-from .quantity import NANO, parse_quantity
+from .formats import parse_quantity
+
+NANO = Decimal("1e-9")
 
 GKE_NAME_RE = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -80,7 +83,11 @@ def fair_sharing_weight(value: Any) -> str | None:
             f"fair-sharing weight {value!r} must be a non-negative quantity such as 1, 0.5 or 500m"
         )
     text = str(value).strip()
-    number = parse_quantity(text)
+    try:
+        # The API server keeps a quantity to 1n, rounding a finer one up (``ParseQuantity``).
+        number: Decimal | None = parse_quantity(text).quantize(NANO, rounding=ROUND_CEILING)
+    except (ValueError, ArithmeticError):
+        number = None
     if number is None or number < 0:
         raise ValueError(
             f"fair-sharing weight {value!r} must be a non-negative quantity such as 1, 0.5 or 500m"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from ..platform import PlatformConfig
 from ..problems import Loc, Problems
-from .common import closest
 from .quota import check_quota_entries
 
 
@@ -22,13 +21,6 @@ def check_cohorts(cfg: PlatformConfig) -> Problems:
     for index, cohort in enumerate(cfg.cohorts):
         here: Loc = ("cohorts", index)
         parent = cohort.parent_name
-        if parent is not None and parent not in declared:
-            problems.add(
-                (*here, "parentName"),
-                f"parent cohort {parent!r} is not declared in "
-                f"tpu-platform:cohorts{closest(parent, list(declared))}; "
-                "declare it so the hierarchy is explicit",
-            )
         if cohort.fair_sharing_weight is not None and not cfg.kueue.fair_sharing.enabled:
             problems.add(
                 (*here, "fairSharingWeight"),

@@ -5,7 +5,6 @@ from __future__ import annotations
 from ...constants import BUILTIN_NAMESPACES, RESERVED_NAMESPACES
 from ..platform import PlatformConfig
 from ..problems import Loc, Problems
-from ..quota import QuotaConfig
 from ..teams import TeamConfig
 from .common import closest
 from .quota import check_quota_entries
@@ -47,12 +46,6 @@ def check_teams(cfg: PlatformConfig) -> Problems:
                 (*here, "quota"),
                 "the ClusterQueue would have no quota and admit nothing; add quota entries such as "
                 "[{topology: 4x4, slices: 2}] (slices: 0 with a cohort to only borrow)",
-            )
-        elif cohort is None and all(_nominal_is_zero(entry) for entry in team.quota):
-            problems.add(
-                (*here, "quota"),
-                "every nominal quota is 0 and the team has no cohort to borrow from, so its ClusterQueue "
-                "can admit nothing; give it slices or set cohortName",
             )
         check_quota_entries(
             team.quota, here, has_parent=cohort is not None, kind="team", cfg=cfg, problems=problems
@@ -152,10 +145,6 @@ def _check_team_namespaces(
         )
 
 
-def _nominal_is_zero(entry: QuotaConfig) -> bool:
-    return not (entry.slices or entry.chips)
-
-
 def _check_preemption(
     team: TeamConfig, here: Loc, priorities: dict[str, int], problems: Problems, fair_sharing: bool
 ) -> None:
@@ -171,17 +160,6 @@ def _check_preemption(
             "who is preempted across the cohort); remove borrowWithinCohort, or set "
             "tpu-platform:kueue.fairSharing.enabled: false",
         )
-    if team.cohort_name is None:
-        if pre.reclaim_within_cohort != "Never":
-            problems.add(
-                (*loc, "reclaimWithinCohort"),
-                "has no effect without a cohort (Kueue ignores it); set cohortName or remove it",
-            )
-        if borrow is not None and borrow.policy != "Never":
-            problems.add(
-                (*loc, "borrowWithinCohort"),
-                "has no effect without a cohort (Kueue ignores it); set cohortName or remove it",
-            )
     if borrow is not None and borrow.policy != "Never" and pre.reclaim_within_cohort == "Never":
         problems.add(
             (*loc, "borrowWithinCohort", "policy"),

@@ -1,9 +1,21 @@
-"""Stack warnings: deployable, but probably not what was meant. Reported, never fatal."""
+"""Stack warnings: deployable, but probably not what was meant. Reported, never fatal.
+
+Where Kueue would accept a stack that we advise against, the rule is a warning here, never an
+error, and says so: a ClusterQueue whose nominal quotas are all 0 with no cohort (Kueue v0.19.2
+accepts any non-negative ``nominalQuota``, ``pkg/webhooks/clusterqueue_webhook.go``),
+``reclaimWithinCohort`` or ``borrowWithinCohort`` without a cohort (Kueue ignores them:
+``pkg/scheduler/preemption/preemption.go`` ``findCandidates`` looks at other ClusterQueues only
+when ``cq.HasParent()``), a ``parentName`` naming a cohort the stack does not declare (Kueue
+creates it implicitly: ``pkg/cache/hierarchy/manager.go`` ``UpdateCohortEdge`` and
+``getOrCreateCohort``; an implicit cohort has no quota of its own).
+"""
 
 from __future__ import annotations
 
 from ..platform import PlatformConfig
 from ..problems import Problems
+from ..quota import QuotaConfig
+from .common import closest
 
 
 def stack_warnings(cfg: PlatformConfig) -> Problems:
@@ -25,4 +37,45 @@ def stack_warnings(cfg: PlatformConfig) -> Problems:
             "(workloadMetadataConfig mode GKE_METADATA) on a pool the controller can run on, or every "
             "Compute Engine read fails and suspect nodes take the conservative path",
         )
+    _advice_stricter_than_kueue(cfg, warnings)
     return warnings
+
+
+def _nominal_is_zero(entry: QuotaConfig) -> bool:
+    return not (entry.slices or entry.chips)
+
+
+def _advice_stricter_than_kueue(cfg: PlatformConfig, warnings: Problems) -> None:
+    for index, team in enumerate(cfg.teams):
+        here = ("teams", index)
+        if team.cohort_name is None and team.quota and all(_nominal_is_zero(e) for e in team.quota):
+            warnings.add(
+                (*here, "quota"),
+                "every nominal quota is 0 and the team has no cohort to borrow from: Kueue accepts the "
+                "ClusterQueue, but it can admit nothing; give it slices or set cohortName",
+            )
+        if team.cohort_name is None:
+            pre = team.preemption
+            if pre.reclaim_within_cohort != "Never":
+                warnings.add(
+                    (*here, "preemption", "reclaimWithinCohort"),
+                    "has no effect without a cohort: Kueue accepts and ignores it; set cohortName or "
+                    "remove it",
+                )
+            borrow = pre.borrow_within_cohort
+            if borrow is not None and borrow.policy != "Never":
+                warnings.add(
+                    (*here, "preemption", "borrowWithinCohort"),
+                    "has no effect without a cohort: Kueue accepts and ignores it; set cohortName or "
+                    "remove it",
+                )
+    declared = [c.name for c in cfg.cohorts]
+    for index, cohort in enumerate(cfg.cohorts):
+        parent = cohort.parent_name
+        if parent is not None and parent not in declared:
+            warnings.add(
+                ("cohorts", index, "parentName"),
+                f"parent cohort {parent!r} is not declared in tpu-platform:cohorts"
+                f"{closest(parent, declared)}: Kueue creates it implicitly (no quota of its own, no "
+                "fair-sharing weight); declare it so the hierarchy is explicit and reviewed",
+            )
