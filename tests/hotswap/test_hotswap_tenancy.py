@@ -31,7 +31,7 @@ T0 = 100_000.0
 CHIP_ERROR = "E1201 session_master.cc] Detected failure SLICE_FAILURE_CHIP_DRIVER_ERROR in session 1f"
 TEAMS = {"a": ["team-a", "team-a2"], "b": ["team-b"]}
 S = Settings(max_bad_node_fraction=1.0, teams=tuple((t, tuple(ns)) for t, ns in sorted(TEAMS.items())))
-POOLS = make_pools("p", 4, "4x4")
+POOLS = make_pools("p", 6, "4x4")
 NODES = {p.name: make_nodes(p, ready_since=T0 - 7200) for p in POOLS}
 A_HIGH = make_jobset("train", priority=200, namespace="team-a")
 A_HIGH2 = make_jobset("tune", priority=200, namespace="team-a2")
@@ -44,9 +44,9 @@ def crashed(pod: Pod, at: float) -> Pod:
     return replace(pod, phase=FAILED, terminations=(Termination("trainer", 1, "Error", CHIP_ERROR, at),))
 
 
-def cluster(placed: Sequence[tuple[JobSet, int]], *, now: float = T0) -> Snapshot:
-    """Each JobSet on its pool; the cluster has no pool beyond the last one used (no spare)."""
-    pools = POOLS[: max(i for _, i in placed) + 1]
+def cluster(placed: Sequence[tuple[JobSet, int]], *, spare: int = 0, now: float = T0) -> Snapshot:
+    """Each JobSet on its pool, then ``spare`` free pools; no other pool."""
+    pools = POOLS[: max(i for _, i in placed) + 1 + spare]
     pods = [p for js, i in placed for p in running_pods(js, [POOLS[i]], NODES, started=T0 - 3600)]
     return Snapshot(
         now,
@@ -69,6 +69,12 @@ def report(snap: Snapshot, js: JobSet, count: int, at: float) -> Snapshot:
     return replace(snap, now=max(snap.now, at + 0.5), pods=tuple(out))
 
 
+def occupy(snap: Snapshot, js: JobSet, pool: int) -> Snapshot:
+    """``js`` lands on the free pool ``pool`` (the spare is gone before the restart lands)."""
+    pods = running_pods(js, [POOLS[pool]], NODES, started=snap.now)
+    return replace(snap, jobsets=(*snap.jobsets, js), pods=(*snap.pods, *pods))
+
+
 def restart(snap: Snapshot, evicted: set[str], now: float) -> Snapshot:
     """JobSet recreates the Jobs of each JobSet whose pods were evicted: its pods are pending."""
     keep = [p for p in snap.pods if p.jobset not in evicted]
@@ -89,16 +95,41 @@ def declared(snap: Snapshot, pool: str, s: Settings = S) -> bool:
     return status is not None and status.declared
 
 
-def test_a_teams_own_reports_never_cost_another_team_its_slice() -> None:
+def test_without_a_spare_slice_a_teams_word_keeps_its_pool_in_service() -> None:
+    """Tainted, the restart would find no free node and kube-scheduler would preempt team b's pods
+    for it (seen on the live tier): the pool stays suspect and the JobSet restarts in place."""
     snap = report(cluster([(A_HIGH, 0), (B_LOW, 1)]), A_HIGH, 2, T0)
-    snap, victims, _ = step(snap)
-    assert declared(snap, "p-0"), "the team's repeated reports still take its own slice out"
+    d = decide(snap, S)
+    assert not d.pool("p-0").declared and "p-0" in d.suspects  # type: ignore[union-attr]
+    assert any("no free slice of its shape" in n for n in d.notes), d.notes
+    for dt in (20, 60, 300):
+        snap, victims, _ = step(replace(snap, now=T0 + dt))
+        assert victims == [] and not declared(snap, "p-0")
+
+
+def test_a_pool_its_restart_just_emptied_is_not_its_own_spare() -> None:
+    """JobSet deletes the failed Jobs' pods within milliseconds: the reports outlive them in the
+    pool's annotation, and the emptied pool must not count as the free slice for its own restart."""
+    snap = report(cluster([(A_HIGH, 0), (B_LOW, 1)]), A_HIGH, 2, T0)
+    snap, _, _ = step(snap)  # stores the reports; not declared (no spare)
+    emptied = restart(snap, {A_HIGH.key}, T0 + 1)
+    for dt in (1, 2, 20):
+        d = decide(replace(emptied, now=T0 + dt), S)
+        assert not d.pool("p-0").declared, dt  # type: ignore[union-attr]
+        assert any("no free slice" in n for n in d.notes), d.notes
+
+
+def test_a_teams_own_reports_never_cost_another_team_its_slice() -> None:
+    snap = report(cluster([(A_HIGH, 0), (B_LOW, 1)], spare=1), A_HIGH, 2, T0)
+    snap, _, _ = step(snap)
+    assert declared(snap, "p-0"), "with a spare slice for the restart, the team's word takes its pool out"
     on_pool = [n for n in snap.nodes if n.pool == "p-0"]
     assert all(
         [d.tenant for d in parse_declarations(n.annotations.get(k.TENANT_DECLARED_ANNOTATION), snap.now)]
         == ["team:a"]
         for n in on_pool
     )
+    snap = occupy(snap, B_LOW2, 2)  # the spare is taken before the restart lands
     for dt in (20, 60, 300):
         _, victims, notes = step(replace(snap, now=T0 + dt))
         assert victims == [], f"team b lost its slice to team a's word at +{dt}s"
@@ -106,8 +137,9 @@ def test_a_teams_own_reports_never_cost_another_team_its_slice() -> None:
 
 
 def test_its_own_lower_priority_work_is_still_preempted() -> None:
-    snap = report(cluster([(A_HIGH, 0), (B_LOW, 1), (A_LOW, 2)]), A_HIGH, 2, T0)
+    snap = report(cluster([(A_HIGH, 0), (B_LOW, 1), (A_LOW, 2)], spare=1), A_HIGH, 2, T0)
     snap, _, _ = step(snap)
+    snap = occupy(snap, B_LOW2, 3)
     _, victims, _ = step(replace(snap, now=T0 + 20))
     assert victims == [(A_LOW.key,)]
 
@@ -145,7 +177,7 @@ def test_two_namespaces_of_one_team_are_one_tenant() -> None:
 
 
 def test_a_team_takes_at_most_its_limit_of_pools_out_on_its_word() -> None:
-    snap = report(cluster([(A_HIGH, 0), (A_HIGH2, 1), (B_LOW, 2)]), A_HIGH, 2, T0)
+    snap = report(cluster([(A_HIGH, 0), (A_HIGH2, 1), (B_LOW, 2)], spare=1), A_HIGH, 2, T0)
     snap, _, _ = step(snap)
     assert declared(snap, "p-0")
     second = report(snap, A_HIGH2, 2, T0 + 30)
@@ -192,7 +224,7 @@ def test_no_sequence_of_one_teams_reports_ever_preempts_another_team(
     """Team a reports from any of its pods on any of its pools, at any pace; team b's JobSets are never
     victims, and team a never holds more than ``limit`` pools out on its word."""
     s = replace(S, workload_signal_team_limit=limit)
-    snap = cluster([(A_HIGH, 0), (A_HIGH2, 1), (B_LOW, 2), (B_LOW2, 3)])
+    snap = cluster([(A_HIGH, 0), (A_HIGH2, 1), (B_LOW, 2), (B_LOW2, 3)], spare=1)
     now = T0
     for which, count, gap in attacks:
         now += gap
@@ -240,8 +272,9 @@ def test_teams_sharing_a_namespace_are_one_tenant(teams: dict[str, list[str]]) -
 
 def test_a_system_signal_after_the_teams_word_lifts_the_restriction() -> None:
     """The reports come first (the trainer exits at once), the kubelet's withdrawn chips 10 s later."""
-    snap, _, _ = step(report(cluster([(A_HIGH, 0), (B_LOW, 1)]), A_HIGH, 2, T0))
+    snap, _, _ = step(report(cluster([(A_HIGH, 0), (B_LOW, 1)], spare=1), A_HIGH, 2, T0))
     assert any(k.TENANT_DECLARED_ANNOTATION in n.annotations for n in snap.nodes)
+    snap = occupy(snap, B_LOW2, 2)
     first = NODES["p-0"][0].name
     withdrawn = tuple(
         replace(n, tpu_capacity=4, tpu_allocatable=2) if n.name == first else n for n in snap.nodes
@@ -249,4 +282,4 @@ def test_a_system_signal_after_the_teams_word_lifts_the_restriction() -> None:
     snap, victims, _ = step(replace(snap, now=T0 + 10, nodes=withdrawn))
     assert not any(k.TENANT_DECLARED_ANNOTATION in n.annotations for n in snap.nodes)
     _, victims, _ = step(replace(snap, now=T0 + 25))
-    assert victims == [(B_LOW.key,)]
+    assert len(victims) == 1 and victims[0][0].startswith("team-b/")

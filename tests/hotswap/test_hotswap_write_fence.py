@@ -421,9 +421,9 @@ LEASE, RENEW, RETRY = 4.0, 3.0, 0.75
 
 def test_hanging_writes_over_http_are_cut_before_the_lease_could_pass() -> None:
     """One write every 0.25 s after the renewal, through the real client; the double holds every
-    write past the lease (and would apply it after). Writes sent before the fence carry a timeout
-    (and a ``timeout`` parameter) ending by renewal + 3.25 s and have given up before the lease
-    expires at + 4 s; writes after the fence never reach the server."""
+    write past the lease (and, without its ``timeout`` deadline, would apply it after). Writes sent
+    before the fence carry a timeout (and a ``timeout`` parameter) ending by renewal + 3.25 s and
+    have given up before the lease expires at + 4 s; writes after the fence never reach the server."""
     arrivals: list[float] = []
 
     def hang(req: Request) -> Fault | None:
@@ -484,7 +484,9 @@ def test_hanging_writes_over_http_are_cut_before_the_lease_could_pass() -> None:
     assert len(results) == 12
     for i, (at, outcome, returned) in sorted(results.items()):
         if at < fence - 0.1:
-            assert outcome == "status 0", f"write {i} sent at +{at - renewed:.2f}s: {outcome}"
+            # Cut by the client's timeout (0) or answered 504 at the same deadline by the server
+            # (kube-apiserver's WithRequestDeadline, which the double plays): not applied either way.
+            assert outcome in ("status 0", "status 504"), f"write {i} sent at +{at - renewed:.2f}s: {outcome}"
             assert returned < expiry, f"write {i} still waiting at +{returned - renewed:.2f}s"
         elif at > fence + 0.1:
             assert outcome == "fenced", f"write {i} at +{at - renewed:.2f}s: {outcome}"

@@ -25,7 +25,12 @@ from tpu_platform.hotswap.core.maintenance import avoided_pools, plan_maintenanc
 from tpu_platform.hotswap.core.model import Pod, Snapshot
 from tpu_platform.hotswap.core.preemption import Preemption, plan_preemptions
 from tpu_platform.hotswap.core.settings import Settings
-from tpu_platform.hotswap.core.tenancy import TenantLedger, restricted_tenants, team_of_namespace
+from tpu_platform.hotswap.core.tenancy import (
+    TenantLedger,
+    restricted_tenants,
+    spare_slices,
+    team_of_namespace,
+)
 from tpu_platform.hotswap.core.workload_signals import assess_pool_signals, stored_reports
 
 
@@ -94,8 +99,12 @@ def decide(
     suspects: list[str] = []
     teams = team_of_namespace(s)
     ledger = TenantLedger.read(idx.nodes_by_pool, s, now)
+    spares = spare_slices(idx.pools, idx.nodes_by_pool, idx.pods_by_pool, problems)
+    spent: set[str] = set()
     for name in sorted(idx.nodes_by_pool):
         nodes = idx.nodes_by_pool[name]
+        shape = (idx.pools[name].accelerator, idx.pools[name].topology)
+        spare = next((p for p in spares.get(shape, ()) if p != name and p not in spent), None)
         system = next((f"{n.name}: {p.reason}" for n in nodes for p in problems.get(n.name, ())), None)
         signals = assess_pool_signals(
             nodes,
@@ -107,7 +116,10 @@ def decide(
             teams=teams,
             limited=ledger.limited(name),
             system=system,
+            spare=spare is not None or bool(ledger.tenants_on(name)),
         )
+        if signals.tenants and not ledger.tenants_on(name) and spare is not None:
+            spent.add(spare)  # the restart's slice
         if signals.confirmed and not signals.tenants:
             ledger.forget(name)  # a signal no tenant writes: nobody's word holds the pool out
         declared_by = ledger.record(name, signals.tenants, now)

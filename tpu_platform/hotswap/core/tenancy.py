@@ -18,6 +18,13 @@ not heard until the oldest leaves the window (the per-team rate limit). An entry
 window lasts and, beyond it, while the pool still carries the controller's state (declared or
 recovering), so the restriction lasts as long as the pool is out. Once a signal no tenant writes
 confirms the pool too, its entries are dropped: the pool is out on the system's word.
+
+kube-scheduler is the other way a restart takes another team's slice: a restarted JobSet's pods that
+find no free node preempt lower-priority pods by their PriorityClass (kubernetes/kubernetes
+``pkg/scheduler/framework/plugins/defaultpreemption``), whoever owns them, and the controller cannot
+stop that. So a tenant's word alone takes a pool out only while another free healthy slice of its
+shape is there for the restart (:func:`spare_slices`, each used once per reconcile); otherwise the
+pool stays suspect and the JobSet restarts in place, as it would without the controller.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from tpu_platform.hotswap.core import constants as k
-from tpu_platform.hotswap.core.model import Node
+from tpu_platform.hotswap.core.model import Node, NodePool, Pod
 from tpu_platform.hotswap.core.settings import Settings
 from tpu_platform.hotswap.core.timeutil import CLOCK_SKEW_SECONDS, format_time, parse_time
 
@@ -166,6 +173,29 @@ class TenantLedger:
 
     def tenants_on(self, pool: str) -> frozenset[str]:
         return frozenset(self.by_pool.get(pool, ()))
+
+
+def spare_slices(
+    pools: Mapping[str, NodePool],
+    nodes_by_pool: Mapping[str, Sequence[Node]],
+    pods_by_pool: Mapping[str, Sequence[Pod]],
+    troubled: Iterable[str],
+) -> dict[tuple[str, str], list[str]]:
+    """Free healthy slices by shape (accelerator, topology), sorted: every node present, schedulable,
+    with no problem and not out of service, and no pod holding chips on it. A pool whose own pods
+    JobSet has just deleted for a restart is among them: the caller leaves out the pool it judges."""
+    bad = set(troubled)
+    out: dict[tuple[str, str], list[str]] = {}
+    for name, pool in pools.items():
+        nodes = nodes_by_pool.get(name, ())
+        if (
+            len(nodes) < pool.expected_nodes
+            or any(n.unschedulable or n.name in bad or _out_of_service(n) for n in nodes)
+            or any(p.uses_accelerator for p in pods_by_pool.get(name, ()))
+        ):
+            continue
+        out.setdefault((pool.accelerator, pool.topology), []).append(name)
+    return {shape: sorted(names) for shape, names in out.items()}
 
 
 def _out_of_service(node: Node) -> bool:

@@ -215,13 +215,16 @@ def assess_pool_signals(
     teams: Mapping[str, str] | None = None,
     limited: frozenset[str] = frozenset(),
     system: str | None = None,
+    spare: bool = True,
 ) -> PoolSignals:
     """The pool's reports (stored ``stored`` plus those of ``reporting``, its pods with container
     terminations) and whether they are confirmed. ``occupants`` are the unfinished pods bound to the
     pool's nodes (whose tenants a single tenant's reports must not override). ``teams`` maps a
     namespace to its tenant (:func:`~tpu_platform.hotswap.core.tenancy.team_of_namespace`);
     ``limited`` tenants are at their rate limit and not heard; ``system`` names a problem the system
-    set on one of the pool's nodes (a signal no tenant can write), if any."""
+    set on one of the pool's nodes (a signal no tenant can write), if any; without a ``spare`` slice
+    for the restart, the tenants' word alone does not take the pool out (kube-scheduler would
+    preempt another team's pods for it: :mod:`tpu_platform.hotswap.core.tenancy`)."""
     if not settings.workload_signals:
         return PoolSignals(annotation=stored.strip() if stored and stored.strip() else None)
     window = settings.workload_signal_window_seconds
@@ -277,6 +280,13 @@ def assess_pool_signals(
         else ""
     )
     declaring = tuple(tenants)
+    enough = len(tenants) >= 2 or bool(tenants and pods >= settings.workload_signal_repeats and not others)
+    if enough and not spare:
+        why = (
+            f"{who}; no free slice of its shape for the restart: taken out on {_labels(tenants)}'s word "
+            f"alone, kube-scheduler would preempt another team's pods for it{limit_note}"
+        )
+        return PoolSignals(reports, False, why, annotation)
     if len(tenants) >= 2:
         why = f"{who}: independent tenants{limit_note}"
         return PoolSignals(reports, True, why, annotation, tenants=declaring)
