@@ -14,6 +14,11 @@ from .constants import LABEL_ACCELERATOR, LABEL_TOPOLOGY
 
 ACCELERATOR = "tpu-v6e-slice"
 MIN_GKE_VERSION = "1.31.2-gke.1115000"
+FLEX_START_MIN_GKE_VERSION = "1.33.0-gke.1712000"
+"""GKE: "To run TPUs, use GKE version 1.33.0-gke.1712000 or later" with flex-start ("About
+flex-start provisioning mode", https://cloud.google.com/kubernetes-engine/docs/concepts/flex-start-vms)."""
+FLEX_START_V6E_ZONES = ("asia-northeast1-b", "us-east5-a", "us-east5-b")
+"""The zones the same page lists for TPU v6e with flex-start (queued provisioning runs flex-start VMs)."""
 
 
 @dataclass(frozen=True, slots=True)

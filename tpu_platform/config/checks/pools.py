@@ -7,7 +7,7 @@ from ..base import LABEL_VALUE_RE
 from ..platform import PlatformConfig
 from ..pools import SlicePoolConfig
 from ..problems import Loc, Problems
-from .cluster import check_tpu_version
+from .cluster import check_tpu_version, parse_version
 
 SYSTEM_POOL_NAME = "system"
 NO_RESERVATION_TYPES = ("spot", "flexStart", "queuedProvisioning")
@@ -48,8 +48,42 @@ def check_pools(cfg: PlatformConfig) -> Problems:
         if pool.node_version:
             check_tpu_version((*here, "nodeVersion"), pool.node_version, problems)
         check_capacity_source(pool, here, problems)
+        if pool.capacity.type in DWS_TYPES:
+            _check_flex_start_where(cfg, pool, here, problems)
     _check_queued_shapes(cfg, problems)
     return problems
+
+
+def _check_flex_start_where(
+    cfg: PlatformConfig, pool: SlicePoolConfig, here: Loc, problems: Problems
+) -> None:
+    """Flex-start TPU v6e only in the zones and GKE versions GKE documents for it."""
+    zone = cfg.pool_zone(pool)
+    if zone not in catalog.FLEX_START_V6E_ZONES:
+        problems.add(
+            (*here, "zone"),
+            f"flex-start TPU v6e (capacity {pool.capacity.type}) is offered only in "
+            f"{', '.join(catalog.FLEX_START_V6E_ZONES)}, not {zone} (GKE, About flex-start provisioning "
+            "mode); move the pool there or use spot or reservation capacity",
+        )
+    for loc, version in (
+        (("cluster", "minMasterVersion"), cfg.cluster.min_master_version),
+        ((*here, "nodeVersion"), pool.node_version),
+    ):
+        if version and _older_at_its_precision(version, catalog.FLEX_START_MIN_GKE_VERSION):
+            problems.add(
+                loc,
+                f"flex-start TPUs need GKE {catalog.FLEX_START_MIN_GKE_VERSION} or later; got {version!r}",
+            )
+
+
+def _older_at_its_precision(version: str, minimum: str) -> bool:
+    """``1.32`` is older than ``1.33.0-gke.1712000``; ``1.33`` is not (GKE picks a current 1.33 patch)."""
+    given, floor = parse_version(version), parse_version(minimum)
+    if given is None or floor is None:
+        return False
+    parts = len([p for p in version.replace("-gke.", ".").split(".") if p])
+    return given[:parts] < floor[:parts]
 
 
 def _check_queued_shapes(cfg: PlatformConfig, problems: Problems) -> None:
