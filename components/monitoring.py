@@ -91,7 +91,7 @@ class Monitoring(pulumi.ComponentResource):
                     severity=alerts.SEVERITY[rule.severity],
                     conditions=[
                         {
-                            "display_name": rule.summary,
+                            "display_name": alerts.cloud_text(rule.summary),
                             "condition_prometheus_query_language": {
                                 "query": rule.expr,
                                 "duration": _seconds(rule.for_),
@@ -99,10 +99,19 @@ class Monitoring(pulumi.ComponentResource):
                                 "alert_rule": rule.name,
                                 "rule_group": f"tpu-platform-{rule.source}",
                                 "labels": {"severity": rule.severity},
+                                # The series appear only once Kueue and the controller export them;
+                                # without it, creating the policy before then is refused
+                                # (terraform-provider-google v7.44.0 resource_monitoring_alert_policy.go,
+                                # disable_metric_validation: "alerting policies to be defined on
+                                # metrics that do not yet exist").
+                                "disable_metric_validation": True,
                             },
                         }
                     ],
-                    documentation={"content": rule.description, "mime_type": "text/markdown"},
+                    documentation={
+                        "content": alerts.cloud_text(rule.description),
+                        "mime_type": "text/markdown",
+                    },
                     notification_channels=[c.id for c in channels],
                     opts=gcp_opts,
                 )

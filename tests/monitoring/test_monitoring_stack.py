@@ -102,6 +102,15 @@ def test_channels_get_one_policy_per_alert(stack: dict[str, Any], render_stack: 
     assert leader["duration"] == "90s"
     assert 'namespace="tpu-hotswap"' in leader["query"] and 'cluster="' in leader["query"]
     assert len(policies["HotswapNoLeader"]["notificationChannels"]) == 2
+    for name, policy in policies.items():
+        condition = policy["conditions"][0]
+        assert condition["conditionPrometheusQueryLanguage"]["disableMetricValidation"] is True, name
+        shown = condition["displayName"] + policy["documentation"]["content"]
+        assert "{{" not in shown and "$value" not in shown, (
+            f"{name}: Prometheus templates reach Cloud Monitoring"
+        )
+    pending = policies["KueueWorkloadsPendingTooLong"]["conditions"][0]["displayName"]
+    assert pending.startswith("ClusterQueue ${metric.label.cluster_queue} has had workloads pending")
     namespaces = {
         r["metadata"]["namespace"]
         for r in of_type(rendering, "kubernetes:monitoring.googleapis.com/v1:Rules")

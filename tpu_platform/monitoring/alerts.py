@@ -10,6 +10,7 @@ no rule sets those labels itself.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -192,3 +193,18 @@ def cloud_rules(cfg: PlatformConfig) -> list[AlertRule]:
 
 SEVERITY = {"page": "CRITICAL", "ticket": "WARNING"}
 """Cloud Monitoring ``AlertPolicy.severity`` per rule severity."""
+
+_LABEL = re.compile(r"\{\{\s*\$labels\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+_VALUE = re.compile(r"\{\{[^}]*\$value[^}]*\}\}(s\b)?")
+
+
+def cloud_text(text: str) -> str:
+    """A rule's Prometheus template text as Cloud Monitoring documentation shows it.
+
+    Cloud Monitoring fills ``${varname}`` variables, not Go templates, so ``{{ $labels.X }}`` would
+    reach the notification literally; it becomes ``${metric.label.X}`` (the labels of the time series
+    that met the condition: "Annotate notifications with user-defined documentation",
+    https://cloud.google.com/monitoring/alerts/doc-variables). No variable carries a PromQL
+    condition's value, so a ``$value`` template becomes words."""
+    labelled = _LABEL.sub(lambda m: "${metric.label." + m.group(1) + "}", text)
+    return _VALUE.sub(lambda m: "the value" + (" (seconds)" if m.group(1) else ""), labelled)
