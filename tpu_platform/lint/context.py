@@ -58,6 +58,11 @@ class QueueTarget:
         return sum(q for q in quotas if q is not None)
 
 
+JOBSET_DEFAULT_GATES: Mapping[str, bool] = {"RestartJob": False, "InPlaceRestart": False}
+"""JobSet v0.12.0 ``defaultFeatureGates`` (``pkg/features/features.go``) for the gates a JobSet's spec
+depends on: both Alpha, off by default. The platform installs JobSet's chart without changing them."""
+
+
 @dataclass(frozen=True)
 class LintContext:
     """Queues, priorities and TPU capacity a JobSet is checked against."""
@@ -69,6 +74,8 @@ class LintContext:
     hotswap_label: tuple[str, str] = HOTSWAP_LABEL
     manage_jobs_without_queue_name: bool = False
     default_namespace: str = "default"
+    jobset_gates: Mapping[str, bool] = field(default_factory=lambda: dict(JOBSET_DEFAULT_GATES))
+    """The installed JobSet's feature gates (its webhook refuses the fields of gates that are off)."""
 
     def queues_in(self, namespace: str) -> list[str]:
         return sorted(name for ns, name in self.local_queues if ns == namespace)

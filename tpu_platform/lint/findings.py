@@ -97,3 +97,8 @@ _RULES = (
 )
 
 RULES: dict[str, Rule] = {rule.id: rule for rule in _RULES}
+
+
+def finding(rule: str, path: str, message: str, fix: str = "", severity: Severity | None = None) -> Finding:
+    """A finding of ``rule`` at its registered severity unless told otherwise."""
+    return Finding(rule, severity or RULES[rule].severity, path, message, fix)

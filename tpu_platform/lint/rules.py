@@ -22,8 +22,9 @@ from ..constants import (
 )
 from ..schema.structural import join
 from .context import LintContext, QueueTarget
-from .findings import RULES, Finding, Severity
+from .findings import Finding, finding
 from .jobset import JobSetView, ReplicatedJob, as_dict, as_list, whole_number
+from .jobset_webhook import webhook_rules
 
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
 
@@ -44,19 +45,6 @@ _IMAGE = re.compile(
 )
 _PLACEHOLDER = re.compile(r"<[A-Za-z][A-Za-z0-9 _-]*>")
 # What JobSet's validating webhook accepts (pkg/webhooks/jobset_webhook.go, v0.12.0).
-_RULE_NAME = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
-_DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-JOB_FAILURE_REASONS = (
-    "BackoffLimitExceeded",
-    "DeadlineExceeded",
-    "FailedIndexes",
-    "MaxFailedIndexesExceeded",
-    POD_FAILURE_POLICY_REASON,
-)
-
-
-def finding(rule: str, path: str, message: str, fix: str = "", severity: Severity | None = None) -> Finding:
-    return Finding(rule, severity or RULES[rule].severity, path, message, fix)
 
 
 def label_path(key: str, where: str = "metadata.labels") -> str:
@@ -581,81 +569,6 @@ def hotswap_rules(js: JobSetView, ctx: LintContext) -> Iterator[Finding]:
         "recover, reschedule or make room for this JobSet",
         f"add `{_yaml_label(key, value)}` to metadata.labels",
     )
-
-
-# --- JobSet webhook ------------------------------------------------------------------------------
-
-
-def _dns1035(name: str) -> str | None:
-    if len(name) > 63:
-        return f"{name!r} is longer than 63 characters"
-    if not _DNS1035.match(name):
-        return f"{name!r} is not a DNS-1035 label (lowercase letters, digits, '-', starting with a letter)"
-    return None
-
-
-def webhook_rules(js: JobSetView, ctx: LintContext) -> Iterator[Finding]:
-    """The JobSet webhook's create-time checks that a schema cannot express."""
-    fix_names = "shorten the JobSet or replicatedJob name (generated names must be DNS-1035 labels)"
-    for rj in js.replicated_jobs:
-        last_job = max(rj.replicas - 1, 0)
-        job_name = f"{js.name}-{rj.name}-{last_job}"
-        if problem := _dns1035(job_name):
-            yield finding("jobset-webhook", f"{rj.path}.name", f"Job name {problem}", fix_names)
-        if rj.completions and rj.job_spec.get("completionMode", "Indexed") == "Indexed":
-            # The webhook adds a 5-character suffix like the one the Job controller appends.
-            pod_name = f"{job_name}-{rj.completions - 1}-abcde"
-            if problem := _dns1035(pod_name):
-                yield finding("jobset-webhook", f"{rj.path}.name", f"pod name {problem}", fix_names)
-        group = str(rj.raw.get("groupName", "default"))
-        if problem := _dns1035(group):
-            yield finding(
-                "jobset-webhook", f"{rj.path}.groupName", f"groupName {problem}", "use a DNS-1035 label"
-            )
-    first = js.replicated_jobs[0] if js.replicated_jobs else None
-    if first is not None and first.raw.get("dependsOn") is not None:
-        yield finding(
-            "jobset-webhook",
-            f"{first.path}.dependsOn",
-            "dependsOn cannot be set on the first replicatedJob",
-            "move the dependency to a later replicatedJob",
-        )
-    names = {rj.name for rj in js.replicated_jobs}
-    seen: set[str] = set()
-    for index, raw in enumerate(as_list(js.failure_policy.get("rules"))):
-        rule = as_dict(raw)
-        path = f"spec.failurePolicy.rules[{index}]"
-        name = rule.get("name")
-        if isinstance(name, str) and name:
-            if len(name) > 128 or not _RULE_NAME.match(name):
-                yield finding(
-                    "jobset-webhook",
-                    f"{path}.name",
-                    f"failure policy rule name {name!r} is invalid: it must start with a letter and contain "
-                    "only letters, digits, '_', ',' and ':' (at most 128)",
-                    f"rename it, e.g. {re.sub(r'[^A-Za-z0-9_]', '', name.title()) or 'Rule'!r}",
-                )
-            elif name in seen:
-                yield finding(
-                    "jobset-webhook", f"{path}.name", f"rule name {name!r} is used twice", "rename it"
-                )
-            seen.add(name)
-        for reason in as_list(rule.get("onJobFailureReasons")):
-            if reason not in JOB_FAILURE_REASONS:
-                yield finding(
-                    "jobset-webhook",
-                    f"{path}.onJobFailureReasons",
-                    f"{reason!r} is not a Job failure reason",
-                    f"use one of {', '.join(JOB_FAILURE_REASONS)}",
-                )
-        for target in as_list(rule.get("targetReplicatedJobs")):
-            if target not in names:
-                yield finding(
-                    "jobset-webhook",
-                    f"{path}.targetReplicatedJobs",
-                    f"no replicatedJob {target!r}",
-                    f"use one of {', '.join(sorted(names))}",
-                )
 
 
 # --- pods ----------------------------------------------------------------------------------------
