@@ -137,10 +137,15 @@ class GkeCluster(pulumi.ComponentResource):
             sa_email = account.email
         self.node_service_account = pulumi.Output.from_input(sa_email)
 
+        # terraform-provider-google v7.44.0 resource_container_cluster.go: enable_private_endpoint
+        # "access through the public endpoint is disabled"; private_endpoint_enforcement_enabled
+        # "Whether authorized networks is enforced on the private endpoint" (default false);
+        # ip_endpoints_config.enabled "Controls whether to allow direct IP access".
+        ip_mode = cfg.ip_endpoint_mode
         private = (
             gcp.container.ClusterPrivateClusterConfigArgs(
                 enable_private_nodes=True,
-                enable_private_endpoint=False,
+                enable_private_endpoint=ip_mode == "internal",
                 master_ipv4_cidr_block=cfg.master_ipv4_cidr_block,
             )
             if cfg.private_nodes
@@ -153,9 +158,10 @@ class GkeCluster(pulumi.ComponentResource):
                         cidr_block=cidr, display_name=f"authorized-{i}"
                     )
                     for i, cidr in enumerate(cfg.master_authorized_cidrs)
-                ]
+                ],
+                private_endpoint_enforcement_enabled=True if ip_mode == "internal" else None,
             )
-            if cfg.master_authorized_cidrs
+            if cfg.master_authorized_cidrs and ip_mode != "off"
             else None
         )
         cluster = gcp.container.Cluster(
@@ -185,7 +191,12 @@ class GkeCluster(pulumi.ComponentResource):
                 dns_endpoint_config=gcp.container.ClusterControlPlaneEndpointsConfigDnsEndpointConfigArgs(
                     allow_external_traffic=True,
                     enable_k8s_tokens_via_dns=True if args.k8s_tokens_via_dns else None,
+                ),
+                ip_endpoints_config=gcp.container.ClusterControlPlaneEndpointsConfigIpEndpointsConfigArgs(
+                    enabled=False
                 )
+                if ip_mode == "off"
+                else None,
             )
             if cfg.access == "dns"
             else None,

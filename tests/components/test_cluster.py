@@ -37,15 +37,28 @@ def test_created_cluster_is_suited_to_tpu_work(
 def test_private_nodes_and_authorized_networks(
     stack: dict[str, Any], render_stack: Callable[..., Any]
 ) -> None:
+    """With the DNS endpoint, the IP endpoint is the private one only and the networks are
+    enforced on it (privateEndpointEnforcementEnabled defaults to false in GKE)."""
     stack["tpu-platform:cluster"].update(privateNodes=True, masterAuthorizedCidrs=["10.0.0.0/8"])
     (cluster,) = by_type(render_stack(stack), CLUSTER)
     assert cluster.inputs["privateClusterConfig"] == {
         "enablePrivateNodes": True,
-        "enablePrivateEndpoint": False,
+        "enablePrivateEndpoint": True,
     }
-    assert cluster.inputs["masterAuthorizedNetworksConfig"]["cidrBlocks"] == [
-        {"cidrBlock": "10.0.0.0/8", "displayName": "authorized-0"}
-    ]
+    authorized = cluster.inputs["masterAuthorizedNetworksConfig"]
+    assert authorized["cidrBlocks"] == [{"cidrBlock": "10.0.0.0/8", "displayName": "authorized-0"}]
+    assert authorized["privateEndpointEnforcementEnabled"] is True
+
+
+def test_a_public_ip_endpoint_is_kept_on_request(
+    stack: dict[str, Any], render_stack: Callable[..., Any]
+) -> None:
+    stack["tpu-platform:cluster"].update(
+        privateNodes=True, ipEndpoint="public", masterAuthorizedCidrs=["203.0.113.0/24"]
+    )
+    (cluster,) = by_type(render_stack(stack), CLUSTER)
+    assert cluster.inputs["privateClusterConfig"]["enablePrivateEndpoint"] is False
+    assert "privateEndpointEnforcementEnabled" not in cluster.inputs["masterAuthorizedNetworksConfig"]
 
 
 def test_system_pool_and_node_service_account(

@@ -38,7 +38,8 @@ def test_created_cluster_is_reached_through_its_dns_endpoint(
     rendering = render_stack(stack)
     (cluster,) = by_type(rendering, CLUSTER)
     assert cluster.inputs["controlPlaneEndpointsConfig"] == {
-        "dnsEndpointConfig": {"allowExternalTraffic": True}
+        "dnsEndpointConfig": {"allowExternalTraffic": True},
+        "ipEndpointsConfig": {"enabled": False},  # nobody needs it: no private nodes here
     }
     assert rendering.outputs["controlPlaneAccess"] == "dns"
     assert rendering.outputs["controlPlaneServer"].endswith(".us-east5.gke.goog")

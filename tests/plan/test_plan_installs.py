@@ -113,4 +113,8 @@ def test_an_upgrade_is_listed_in_the_review() -> None:
 
 def test_no_upstream_template_is_committed() -> None:
     data = Path(__file__).resolve().parents[2] / "tpu_platform" / "plan" / "data"
-    assert sorted(p.name for p in data.iterdir()) == ["force_new.json", "installs.yaml", "provider_rules.json"]
+    assert sorted(p.name for p in data.iterdir()) == [
+        "force_new.json",
+        "installs.yaml",
+        "provider_rules.json",
+    ]

@@ -56,6 +56,12 @@ class ClusterConfig(StackModel):
     control_plane_access: ControlPlaneAccess | None = Field(
         None, description="dns (IAM-authorized DNS endpoint; default when created) or ip (default adopted)."
     )
+    ip_endpoint: Literal["off", "internal", "public"] | None = Field(
+        None,
+        description="The control plane's IP endpoint: off (DNS endpoint only), internal (private "
+        "endpoint only, masterAuthorizedCidrs enforced on it) or public. Default with DNS access: "
+        "internal with private nodes, else off; with IP access: public.",
+    )
     master_ipv4_cidr_block: str | None = Field(
         None, description="A /28 for a VPC-peering control plane; unset: Private Service Connect."
     )
@@ -92,6 +98,17 @@ class ClusterConfig(StackModel):
             return self.control_plane_access
         return "dns" if self.mode == "create" else "ip"
 
+    @property
+    def ip_endpoint_mode(self) -> Literal["off", "internal", "public"]:
+        """Who may reach the IP endpoint. With the DNS endpoint (IAM-authorized) nobody needs the
+        external IP one: it is off, or internal only where private nodes need the private endpoint
+        (the webhook firewall rule's source)."""
+        if self.ip_endpoint is not None:
+            return self.ip_endpoint
+        if self.access == "ip":
+            return "public"
+        return "internal" if self.private_nodes else "off"
+
     def nat_mode(self) -> str:
         """``create``, ``existing`` or ``none``: created by default for private nodes only."""
         if self.nat is not None:
@@ -116,6 +133,7 @@ class ClusterConfig(StackModel):
             "system_pool",
             "node_service_account",
             "master_ipv4_cidr_block",
+            "ip_endpoint",
             "nat",
             "maintenance",
             "enable_services",

@@ -45,11 +45,33 @@ def check_tpu_version(loc: Loc, version: str, problems: Problems) -> None:
         )
 
 
+def _check_ip_endpoint(cfg: PlatformConfig, problems: Problems) -> None:
+    """The IP endpoint mode against how pulumi up reaches the cluster and what private nodes need."""
+    cluster = cfg.cluster
+    mode = cluster.ip_endpoint_mode
+    loc: Loc = ("cluster", "ipEndpoint")
+    if mode == "off" and cluster.private_nodes:
+        problems.add(
+            loc,
+            "private nodes need the control plane's private endpoint (the firewall rule for the "
+            "webhooks takes it as its source); use ipEndpoint: internal",
+        )
+    if mode == "off" and cluster.access == "ip":
+        problems.add(loc, "controlPlaneAccess: ip needs the IP endpoint; use internal or public")
+    if mode == "off" and cluster.master_authorized_cidrs:
+        problems.add(
+            ("cluster", "masterAuthorizedCidrs"),
+            "authorize networks on no endpoint: ipEndpoint is off; remove them or set ipEndpoint: internal",
+        )
+
+
 def check_network(cfg: PlatformConfig) -> Problems:
     """A control plane ``pulumi up`` can reach, and NAT for private nodes."""
     problems = Problems()
     cluster = cfg.cluster
     cidrs = cluster.master_authorized_cidrs or []
+    if cluster.mode == "create":
+        _check_ip_endpoint(cfg, problems)
     if cluster.access == "ip" and cidrs and all(ipaddress.IPv4Network(c).is_private for c in cidrs):
         problems.add(
             ("cluster", "masterAuthorizedCidrs"),

@@ -37,6 +37,17 @@ def stack_warnings(cfg: PlatformConfig) -> Problems:
             "(workloadMetadataConfig mode GKE_METADATA) on a pool the controller can run on, or every "
             "Compute Engine read fails and suspect nodes take the conservative path",
         )
+    cluster = cfg.cluster
+    if (
+        cluster.mode == "create"
+        and cluster.ip_endpoint_mode == "public"
+        and not cluster.master_authorized_cidrs
+    ):
+        warnings.add(
+            ("cluster", "ipEndpoint"),
+            "the control plane's public IP endpoint accepts connections from anywhere (credentials are "
+            "still needed): list masterAuthorizedCidrs, or use controlPlaneAccess: dns and ipEndpoint: off",
+        )
     _advice_stricter_than_kueue(cfg, warnings)
     return warnings
 
