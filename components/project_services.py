@@ -15,6 +15,7 @@ import pulumi_gcp as gcp
 BASE_SERVICES = (
     "compute.googleapis.com",  # networks, routers, firewall rules, TPU VMs
     "container.googleapis.com",  # GKE
+    "containerfilesystem.googleapis.com",  # image streaming on the TPU pools (gcfsConfig)
     "iam.googleapis.com",  # the node service account
     "cloudresourcemanager.googleapis.com",  # project IAM bindings
     "logging.googleapis.com",

@@ -95,6 +95,12 @@ class TpuSlicePool(pulumi.ComponentResource):
             max_run_duration=spec.max_run_duration,
             reservation_affinity=reservation_affinity(spec),
             gvnic=gcp.container.NodePoolNodeConfigGvnicArgs(enabled=True),
+            gcfs_config=gcp.container.NodePoolNodeConfigGcfsConfigArgs(enabled=True)
+            if spec.image_streaming
+            else None,
+            disk_type=spec.boot_disk_type,
+            disk_size_gb=spec.boot_disk_size_gb,
+            resource_labels=spec.resource_labels,
             service_account=args.node_service_account,
             oauth_scopes=OAUTH_SCOPES,
             workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(

@@ -6,6 +6,7 @@ simulator) works from these ``SliceSpec`` values, so the arithmetic lives in one
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -36,6 +37,18 @@ class SliceSpec:
     node_version: str | None = None
     max_pods_per_node: int | None = None
     labels: dict[str, str] = field(default_factory=dict)
+    image_streaming: bool = True
+    boot_disk_type: str | None = None
+    boot_disk_size_gb: int | None = None
+
+    @property
+    def resource_labels(self) -> dict[str, str]:
+        """Compute Engine labels on the TPU VMs, for cost allocation by team, slice group and capacity
+        (billing exports carry VM labels; keys and values: lowercase letters, digits, '-' and '_')."""
+        out = {"tpu-platform-slice-group": self.group, "tpu-platform-capacity": self.capacity}
+        if self.team:
+            out["tpu-platform-team"] = self.team
+        return {key: re.sub(r"[^a-z0-9_-]", "-", value.lower())[:63] for key, value in out.items()}
 
     @property
     def autoscaled(self) -> bool:
@@ -90,6 +103,9 @@ def expand_slices(cfg: PlatformConfig) -> list[SliceSpec]:
                     node_version=pool.node_version,
                     max_pods_per_node=max_pods,
                     labels=dict(sorted(labels.items())),
+                    image_streaming=pool.image_streaming,
+                    boot_disk_type=pool.boot_disk.type if pool.boot_disk else None,
+                    boot_disk_size_gb=pool.boot_disk.size_gb if pool.boot_disk else None,
                 )
             )
     return specs

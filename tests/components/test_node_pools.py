@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
+from tpu_platform.plan import parse_stack_config
 from tpu_platform.plan.document import normalize
+from tpu_platform.slices import expand_slices
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
 
@@ -168,3 +171,31 @@ def test_pools_depend_on_cluster_and_node_service_account(
         pool.inputs["nodeConfig"]["serviceAccount"] == "tpu-test-nodes@test-project.iam.gserviceaccount.com"
     )
     assert pool.inputs["nodeConfig"]["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}
+
+
+def test_image_streaming_resource_labels_and_boot_disk(
+    stack: dict[str, Any], render_stack: Callable[..., Any]
+) -> None:
+    """Image streaming on by default; the VMs carry Compute Engine labels for cost allocation."""
+    inputs = pool_with(stack, render_stack, topology="4x4")
+    node_config = inputs["nodeConfig"]
+    assert node_config["gcfsConfig"] == {"enabled": True}
+    assert node_config["resourceLabels"] == {
+        "tpu-platform-capacity": "ondemand",
+        "tpu-platform-slice-group": "p",
+    }
+    spec = replace(expand_slices(parse_stack_config(stack))[0], team="Research.Team")
+    assert spec.resource_labels["tpu-platform-team"] == "research-team", "Compute Engine label values"
+    assert "diskType" not in node_config and "diskSizeGb" not in node_config
+    inputs = pool_with(
+        stack,
+        render_stack,
+        topology="4x4",
+        imageStreaming=False,
+        bootDisk={"type": "hyperdisk-balanced", "sizeGb": 200},
+    )
+    assert "gcfsConfig" not in inputs["nodeConfig"]
+    assert (inputs["nodeConfig"]["diskType"], inputs["nodeConfig"]["diskSizeGb"]) == (
+        "hyperdisk-balanced",
+        200,
+    )

@@ -42,6 +42,20 @@ class CapacityConfig(StackModel):
         return value
 
 
+class BootDiskConfig(StackModel):
+    """The TPU VMs' boot disk; unset fields keep GKE's defaults for the machine type."""
+
+    type: str | None = Field(None, description="Compute Engine disk type, e.g. hyperdisk-balanced.")
+    size_gb: int | None = Field(None, ge=10, le=65536)
+
+    @field_validator("type")
+    @classmethod
+    def _type(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^[a-z][-a-z0-9]{1,61}[a-z0-9]$", value):
+            raise ValueError(f"boot disk type {value!r} is not a disk type name such as 'hyperdisk-balanced'")
+        return value
+
+
 class SlicePoolConfig(StackModel):
     """A group of identical TPU v6e slices; ``count`` slices become ``count`` node pools."""
 
@@ -59,6 +73,10 @@ class SlicePoolConfig(StackModel):
     node_version: str | None = None
     labels: dict[str, str] = Field(default_factory=dict)
     max_pods_per_node: int | None = Field(None, ge=8, le=256)
+    image_streaming: bool = Field(
+        True, description="GKE image streaming (gcfsConfig): a restarted slice's large images start sooner."
+    )
+    boot_disk: BootDiskConfig | None = None
 
     @field_validator("name")
     @classmethod
