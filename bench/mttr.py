@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -377,6 +378,8 @@ def _fmt_span(span: tuple[float, float] | None) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    print("$ " + " ".join(["python", "bench/mttr.py", *given]))  # bench/mttr_report.py reads it back
     started = time.perf_counter()
     days = args.days if args.days is not None else (4.0 if args.quick else 60.0)
     kind_days = args.kind_days if args.kind_days is not None else (2.0 if args.quick else 20.0)
