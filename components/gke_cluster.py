@@ -112,6 +112,28 @@ class GkeCluster(pulumi.ComponentResource):
             {"name": self.name, "location": self.location, "endpoint": self.endpoint, "server": self.server}
         )
 
+    def _upgrade_notifications(
+        self, name: str, cfg: ClusterConfig, args: GkeClusterArgs, child: pulumi.ResourceOptions
+    ) -> gcp.container.ClusterNotificationConfigArgs | None:
+        """A Pub/Sub topic for GKE's upgrade events: an upgrade recreates a whole TPU slice, so the
+        team wants to hear of it before it starts (GKE "Receive cluster notifications"; the event
+        types are the provider's enum, terraform-provider-google v7.44.0
+        ``notification_config.pubsub.filter.event_type``)."""
+        if not cfg.upgrade_notifications:
+            return None
+        topic = gcp.pubsub.Topic(
+            f"{name}-upgrades", name=_upgrade_topic_name(cfg.name), project=args.project, opts=child
+        )
+        return gcp.container.ClusterNotificationConfigArgs(
+            pubsub=gcp.container.ClusterNotificationConfigPubsubArgs(
+                enabled=True,
+                topic=topic.id,
+                filter=gcp.container.ClusterNotificationConfigPubsubFilterArgs(
+                    event_types=["UPGRADE_AVAILABLE_EVENT", "UPGRADE_EVENT"]
+                ),
+            )
+        )
+
     def _create(self, name: str, args: GkeClusterArgs) -> gcp.container.Cluster:
         cfg = args.cluster
         child = pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on))
@@ -201,6 +223,10 @@ class GkeCluster(pulumi.ComponentResource):
             if cfg.access == "dns"
             else None,
             maintenance_policy=maintenance_policy(cfg.maintenance),
+            logging_config=gcp.container.ClusterLoggingConfigArgs(
+                enable_components=list(cfg.logging_components)
+            ),
+            notification_config=self._upgrade_notifications(name, cfg, args, child),
             deletion_protection=True if cfg.deletion_protection is None else cfg.deletion_protection,
             opts=child,
         )
@@ -229,6 +255,10 @@ class GkeCluster(pulumi.ComponentResource):
             opts=child,
         )
         return cluster
+
+
+def _upgrade_topic_name(cluster: str) -> str:
+    return f"{cluster}-gke-upgrades"
 
 
 def maintenance_policy(config: MaintenanceConfig | None) -> gcp.container.ClusterMaintenancePolicyArgs | None:

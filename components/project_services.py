@@ -20,6 +20,7 @@ BASE_SERVICES = (
     "cloudresourcemanager.googleapis.com",  # project IAM bindings
     "logging.googleapis.com",
     "monitoring.googleapis.com",  # managed Prometheus
+    "pubsub.googleapis.com",  # the cluster's upgrade notifications
 )
 BUILD_SERVICES = ("artifactregistry.googleapis.com",)  # the hotswap image repository
 

@@ -110,3 +110,23 @@ def test_kubeconfig_uses_auth_plugin_not_static_credentials() -> None:
     assert "token" not in user and "client-key-data" not in user
     assert doc["clusters"][0]["cluster"]["server"] == "https://203.0.113.1"
     assert doc["current-context"] == "gke_c1"
+
+
+def test_upgrade_notifications_and_logging_components(
+    stack: dict[str, Any], render_stack: Callable[..., Any]
+) -> None:
+    """An upgrade recreates a whole slice: GKE's upgrade events go to a Pub/Sub topic of the stack."""
+    rendering = render_stack(stack)
+    (cluster,) = by_type(rendering, CLUSTER)
+    pubsub = cluster.inputs["notificationConfig"]["pubsub"]
+    assert pubsub["enabled"] is True
+    assert pubsub["filter"] == {"eventTypes": ["UPGRADE_AVAILABLE_EVENT", "UPGRADE_EVENT"]}
+    (topic,) = by_type(rendering, "gcp:pubsub/topic:Topic")
+    assert topic.inputs["name"] == "tpu-test-gke-upgrades"
+    assert cluster.inputs["loggingConfig"] == {"enableComponents": ["SYSTEM_COMPONENTS", "WORKLOADS"]}
+    stack["tpu-platform:cluster"].update(upgradeNotifications=False, loggingComponents=["SYSTEM_COMPONENTS"])
+    rendering = render_stack(stack)
+    (cluster,) = by_type(rendering, CLUSTER)
+    assert "notificationConfig" not in cluster.inputs
+    assert by_type(rendering, "gcp:pubsub/topic:Topic") == []
+    assert cluster.inputs["loggingConfig"] == {"enableComponents": ["SYSTEM_COMPONENTS"]}

@@ -25,6 +25,15 @@ class SystemPoolConfig(StackModel):
         return check_machine_type(value)
 
 
+LoggingComponent = Literal["SYSTEM_COMPONENTS", "APISERVER", "CONTROLLER_MANAGER", "SCHEDULER", "WORKLOADS"]
+"""The provider's ``logging_config.enable_components`` values a GKE Standard user sets
+(terraform-provider-google v7.44.0 ``resource_container_cluster.go``, ``StringInSlice``)."""
+
+
+DEFAULT_LOGGING: tuple[LoggingComponent, ...] = ("SYSTEM_COMPONENTS", "WORKLOADS")
+"""GKE's own default for Standard clusters: system and workload logs."""
+
+
 class ClusterConfig(StackModel):
     """Which GKE cluster the platform runs on.
 
@@ -67,6 +76,15 @@ class ClusterConfig(StackModel):
     )
     nat: NatConfig | None = Field(None, description="Cloud NAT for private nodes; default: create one.")
     maintenance: MaintenanceConfig | None = None
+    upgrade_notifications: bool = Field(
+        True,
+        description="Publish GKE's upgrade events (available, started) to a Pub/Sub topic the stack "
+        "creates: an upgrade recreates a whole TPU slice.",
+    )
+    logging_components: list[LoggingComponent] = Field(
+        default_factory=lambda: list(DEFAULT_LOGGING),
+        description="Cloud Logging components (loggingConfig.enableComponents); [] logs nothing.",
+    )
     enable_services: bool = Field(False, description="Enable the project services the stack needs.")
 
     @field_validator("name")
@@ -134,6 +152,8 @@ class ClusterConfig(StackModel):
             "node_service_account",
             "master_ipv4_cidr_block",
             "ip_endpoint",
+            "upgrade_notifications",
+            "logging_components",
             "nat",
             "maintenance",
             "enable_services",
