@@ -227,6 +227,8 @@ class GkeCluster(pulumi.ComponentResource):
                 enable_components=list(cfg.logging_components)
             ),
             notification_config=self._upgrade_notifications(name, cfg, args, child),
+            # The provider's enum (terraform-provider-google v7.44.0 security_posture_config.mode).
+            security_posture_config=gcp.container.ClusterSecurityPostureConfigArgs(mode=cfg.security_posture),
             deletion_protection=True if cfg.deletion_protection is None else cfg.deletion_protection,
             opts=child,
         )

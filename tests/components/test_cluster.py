@@ -124,6 +124,7 @@ def test_upgrade_notifications_and_logging_components(
     (topic,) = by_type(rendering, "gcp:pubsub/topic:Topic")
     assert topic.inputs["name"] == "tpu-test-gke-upgrades"
     assert cluster.inputs["loggingConfig"] == {"enableComponents": ["SYSTEM_COMPONENTS", "WORKLOADS"]}
+    assert cluster.inputs["securityPostureConfig"] == {"mode": "BASIC"}
     stack["tpu-platform:cluster"].update(upgradeNotifications=False, loggingComponents=["SYSTEM_COMPONENTS"])
     rendering = render_stack(stack)
     (cluster,) = by_type(rendering, CLUSTER)

@@ -85,6 +85,11 @@ class ClusterConfig(StackModel):
         default_factory=lambda: list(DEFAULT_LOGGING),
         description="Cloud Logging components (loggingConfig.enableComponents); [] logs nothing.",
     )
+    security_posture: Literal["DISABLED", "BASIC", "ENTERPRISE"] = Field(
+        "BASIC",
+        description="GKE security posture (securityPostureConfig.mode): BASIC audits workload "
+        "configuration at no cost; ENTERPRISE needs GKE Enterprise.",
+    )
     enable_services: bool = Field(False, description="Enable the project services the stack needs.")
 
     @field_validator("name")
@@ -153,6 +158,7 @@ class ClusterConfig(StackModel):
             "master_ipv4_cidr_block",
             "ip_endpoint",
             "upgrade_notifications",
+            "security_posture",
             "logging_components",
             "nat",
             "maintenance",
