@@ -300,12 +300,19 @@ def test_future_tpu_error_reports_cannot_crowd_real_ones_out() -> None:
     real = _reports((NOW - 5, "team-a", "u-1"), (NOW - 4, "team-b", "u-2"))
     crowd = _reports(*((MAX_EPOCH - i, "team-x", f"x-{i}") for i in range(MAX_REPORTS)))
     nodes = annotated({k.TPU_ERRORS_ANNOTATION: real})
-    honest = decide(snapshot(nodes), S)
+    # A free slice for the restart, so the two tenants' word may take the pool out (core/tenancy.py).
+    spare = make_pool("q")
+    spare_nodes = make_nodes(spare, ready_since=NOW - 3600)
+
+    def with_spare(pool_nodes: tuple[Node, ...]) -> Snapshot:
+        return Snapshot(NOW, (POOL, spare), (*pool_nodes, *spare_nodes), (), ())
+
+    honest = decide(with_spare(nodes), S)
     crowded = (
         replace(nodes[0], annotations={**nodes[0].annotations, k.TPU_ERRORS_ANNOTATION: crowd}),
         *nodes[1:],
     )
-    d = decide(snapshot(crowded), S)
+    d = decide(with_spare(crowded), S)
     assert d.pool("p") == honest.pool("p")
     status = d.pool("p")
     assert status is not None and status.declared_now

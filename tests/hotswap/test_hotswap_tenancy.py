@@ -283,3 +283,15 @@ def test_a_system_signal_after_the_teams_word_lifts_the_restriction() -> None:
     assert not any(k.TENANT_DECLARED_ANNOTATION in n.annotations for n in snap.nodes)
     _, victims, _ = step(replace(snap, now=T0 + 25))
     assert len(victims) == 1 and victims[0][0].startswith("team-b/")
+
+
+def test_without_a_spare_only_its_own_lower_priority_work_is_exposed() -> None:
+    """kube-scheduler preempts only pods below the restart's priority: the team's own, or another
+    team's at a priority at least as high, leave no other team's work exposed."""
+    snap = report(cluster([(A_HIGH, 0), (A_LOW, 1)]), A_HIGH, 2, T0)
+    assert decide(snap, S).pool("p-0").declared_now  # type: ignore[union-attr]
+    b_equal = make_jobset("peer", priority=A_HIGH.priority, namespace="team-b")
+    snap = report(cluster([(A_HIGH, 0), (b_equal, 1)]), A_HIGH, 2, T0)
+    assert decide(snap, S).pool("p-0").declared_now  # type: ignore[union-attr]
+    snap = report(cluster([(A_HIGH, 0), (A_LOW, 1), (B_LOW, 2)]), A_HIGH, 2, T0)
+    assert not decide(snap, S).pool("p-0").declared, "team b's lower-priority pods are exposed"  # type: ignore[union-attr]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 from tpu_platform.hotswap.core import constants as k
 from tpu_platform.hotswap.core.actions import Action, EmitEvent, EvictPod, sort_actions
@@ -30,6 +32,7 @@ from tpu_platform.hotswap.core.tenancy import (
     restricted_tenants,
     spare_slices,
     team_of_namespace,
+    tenant_key,
 )
 from tpu_platform.hotswap.core.workload_signals import assess_pool_signals, stored_reports
 
@@ -116,7 +119,7 @@ def decide(
             teams=teams,
             limited=ledger.limited(name),
             system=system,
-            spare=spare is not None or bool(ledger.tenants_on(name)),
+            room=True if spare is not None or ledger.tenants_on(name) else partial(_room, idx, name, teams),
         )
         if signals.tenants and not ledger.tenants_on(name) and spare is not None:
             spent.add(spare)  # the restart's slice
@@ -225,6 +228,25 @@ def decide(
         rejected=tuple(idx.rejected),
         suspects=tuple(suspects),
     )
+
+
+def _room(idx: ClusterIndex, pool: str, teams: Mapping[str, str], tenants: Sequence[str]) -> bool:
+    """With no spare slice, whether ``tenants`` restarting off ``pool`` could make kube-scheduler
+    preempt only their own pods: no other tenant holds chips on a pool of its shape at a priority
+    below the tenants' highest (kube-scheduler preempts lower-priority pods only)."""
+    mine = set(tenants)
+    pods = [p for group in (*idx.pods_by_jobset.values(), *idx.reporting_by_pool.values()) for p in group]
+    top = max((p.priority for p in pods if tenant_key(p.namespace, teams) in mine), default=None)
+    if top is None:
+        return False
+    shape = (idx.pools[pool].accelerator, idx.pools[pool].topology)
+    for name, other in idx.pools.items():
+        if name == pool or (other.accelerator, other.topology) != shape:
+            continue
+        for p in idx.pods_by_pool.get(name, ()):
+            if p.uses_accelerator and p.priority < top and tenant_key(p.namespace, teams) not in mine:
+                return False
+    return True
 
 
 def _pool_event(status: PoolStatus, node: str, uid: str, now: float) -> EmitEvent:

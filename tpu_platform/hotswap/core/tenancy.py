@@ -23,8 +23,9 @@ kube-scheduler is the other way a restart takes another team's slice: a restarte
 find no free node preempt lower-priority pods by their PriorityClass (kubernetes/kubernetes
 ``pkg/scheduler/framework/plugins/defaultpreemption``), whoever owns them, and the controller cannot
 stop that. So a tenant's word alone takes a pool out only while another free healthy slice of its
-shape is there for the restart (:func:`spare_slices`, each used once per reconcile); otherwise the
-pool stays suspect and the JobSet restarts in place, as it would without the controller.
+shape is there for the restart (:func:`spare_slices`, each used once per reconcile) or no other
+tenant holds chips of that shape below the restart's priority; otherwise the pool stays suspect and
+the JobSet restarts in place, as it would without the controller.
 """
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ read within bounds: at most :data:`MAX_TERMINATIONS` terminations per pod, the f
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from tpu_platform.hotswap.core import constants as k
@@ -215,16 +215,17 @@ def assess_pool_signals(
     teams: Mapping[str, str] | None = None,
     limited: frozenset[str] = frozenset(),
     system: str | None = None,
-    spare: bool = True,
+    room: bool | Callable[[Sequence[str]], bool] = True,
 ) -> PoolSignals:
     """The pool's reports (stored ``stored`` plus those of ``reporting``, its pods with container
     terminations) and whether they are confirmed. ``occupants`` are the unfinished pods bound to the
     pool's nodes (whose tenants a single tenant's reports must not override). ``teams`` maps a
     namespace to its tenant (:func:`~tpu_platform.hotswap.core.tenancy.team_of_namespace`);
     ``limited`` tenants are at their rate limit and not heard; ``system`` names a problem the system
-    set on one of the pool's nodes (a signal no tenant can write), if any; without a ``spare`` slice
-    for the restart, the tenants' word alone does not take the pool out (kube-scheduler would
-    preempt another team's pods for it: :mod:`tpu_platform.hotswap.core.tenancy`)."""
+    set on one of the pool's nodes (a signal no tenant can write), if any; without ``room`` for the
+    restart (a spare slice, or only the declaring tenants' own lower-priority pods to preempt: a
+    callable gets the tenants), the tenants' word alone does not take the pool out (kube-scheduler
+    would preempt another team's pods for it: :mod:`tpu_platform.hotswap.core.tenancy`)."""
     if not settings.workload_signals:
         return PoolSignals(annotation=stored.strip() if stored and stored.strip() else None)
     window = settings.workload_signal_window_seconds
@@ -281,7 +282,7 @@ def assess_pool_signals(
     )
     declaring = tuple(tenants)
     enough = len(tenants) >= 2 or bool(tenants and pods >= settings.workload_signal_repeats and not others)
-    if enough and not spare:
+    if enough and not (room(tenants) if callable(room) else room):
         why = (
             f"{who}; no free slice of its shape for the restart: taken out on {_labels(tenants)}'s word "
             f"alone, kube-scheduler would preempt another team's pods for it{limit_note}"
