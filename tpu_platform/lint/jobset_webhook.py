@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from ..schema.metadata import dns1035_label, dns1123_subdomain, label_value
 from .context import JOBSET_DEFAULT_GATES, LintContext
 from .findings import Finding, finding
 from .jobset import JobSetView, ReplicatedJob, as_dict, as_list, whole_number
@@ -39,17 +40,12 @@ MAX_PVC_NAME = 63
 RULE = "jobset-webhook"
 _RULE_NAME = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
 """``ruleNameFmt``."""
-_DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_SUBDOMAIN = re.compile(rf"^{_DNS1123_LABEL}(\.{_DNS1123_LABEL})*$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-_QUALIFIED = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 
 
 def _dns1035(name: str) -> str | None:
     if len(name) > 63:
         return f"{name!r} is longer than 63 characters"
-    if not _DNS1035.match(name):
+    if dns1035_label(name):
         return f"{name!r} is not a DNS-1035 label (lowercase letters, digits, '-', starting with a letter)"
     return None
 
@@ -57,7 +53,7 @@ def _dns1035(name: str) -> str | None:
 def _dns1123_subdomain(name: str) -> str | None:
     if len(name) > 253:
         return f"{name!r} is longer than 253 characters"
-    if not _DNS1123_SUBDOMAIN.match(name):
+    if dns1123_subdomain(name):
         return f"{name!r} is not a DNS-1123 subdomain (lowercase letters, digits, '-' and '.')"
     return None
 
@@ -268,7 +264,7 @@ def _coordinator(js: JobSetView) -> Iterator[Finding]:
         yield finding(RULE, "spec.coordinator", problem, "point it at an existing pod of an Indexed Job")
     subdomain = as_dict(js.spec.get("network")).get("subdomain") or js.name
     endpoint = f"{js.name}-{target}-{job_index}-{pod_index}.{subdomain}"
-    if len(endpoint) > 63 or not _LABEL_VALUE.match(endpoint):
+    if label_value(endpoint):
         yield finding(
             RULE,
             "spec.coordinator",

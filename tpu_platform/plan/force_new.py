@@ -22,7 +22,7 @@ import hashlib
 import json
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -44,16 +44,13 @@ def camel_path(path: str) -> str:
     return ".".join(snake_to_camel(part) for part in path.split("."))
 
 
-def force_new_fields(source: str, helpers: dict[str, set[str]] | None = None) -> set[str]:
-    """Dotted snake_case paths of every field whose own schema says ``ForceNew: true``.
-
-    Nesting follows the tab indentation of gofmt'd schema literals; a field defined by a helper
-    call (``"node_config": schemaNodeConfig(),``) takes the helper's fields under its name.
-    """
-    helpers = helpers or {}
+def walk_schema(lines: Iterable[str]) -> Iterator[tuple[str, str, str | None]]:
+    """``(path, line, helper)`` over gofmt'd schema literals, nesting by tab indentation. On a
+    field's own line ``path`` is that field's dotted snake_case path and ``helper`` the schema
+    function the field is defined by (``"node_config": schemaNodeConfig(),``) or ``""``; on any other
+    line ``path`` is the enclosing field's (``""`` outside every field) and ``helper`` None."""
     stack: list[tuple[int, str]] = []
-    found: set[str] = set()
-    for line in source.splitlines():
+    for line in lines:
         field = _FIELD.match(line)
         if field:
             depth = len(field.group(1))
@@ -61,12 +58,22 @@ def force_new_fields(source: str, helpers: dict[str, set[str]] | None = None) ->
                 stack.pop()
             stack.append((depth, field.group(2)))
             call = _HELPER_CALL.match(line)
-            if call and call.group(3) in helpers:
-                prefix = ".".join(name for _, name in stack)
-                found |= {f"{prefix}.{sub}" if sub else prefix for sub in helpers[call.group(3)]}
-            continue
-        if re.match(r"^\s*ForceNew:\s*true,", line) and stack:
-            found.add(".".join(name for _, name in stack))
+            yield ".".join(name for _, name in stack), line, call.group(3) if call else ""
+        else:
+            yield ".".join(name for _, name in stack), line, None
+
+
+def force_new_fields(source: str, helpers: dict[str, set[str]] | None = None) -> set[str]:
+    """Dotted snake_case paths of every field whose own schema says ``ForceNew: true``; a field
+    defined by a helper call takes the helper's fields under its name."""
+    helpers = helpers or {}
+    found: set[str] = set()
+    for path, line, helper in walk_schema(source.splitlines()):
+        if helper is not None:
+            if helper in helpers:
+                found |= {f"{path}.{sub}" if sub else path for sub in helpers[helper]}
+        elif path and re.match(r"^\s*ForceNew:\s*true,", line):
+            found.add(path)
     return found
 
 

@@ -29,13 +29,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .force_new import CLUSTER_FILE, NODE_CONFIG_FILE, NODE_POOL_FILE, camel_path
+from .force_new import CLUSTER_FILE, NODE_CONFIG_FILE, NODE_POOL_FILE, camel_path, walk_schema
 from .upstream_git import git_show, write_or_print
 
 DATA_FILE = "provider_rules.json"
 NODE_POOL = "gcp:container/nodePool:NodePool"
 CLUSTER = "gcp:container/cluster:Cluster"
-_FIELD = re.compile(r'^(\t+)"([a-z0-9_]+)":\s*(\{|(schema[A-Za-z]+)\(\),?)')
 _FUNC = re.compile(r"^func (schema[A-Za-z]+)\(\) \*schema\.Schema \{")
 _ENUM = re.compile(r"StringInSlice\(\[\]string\{([^}]*)\},\s*(true|false)\)")
 _CONFLICTS = re.compile(r"ConflictsWith:\s*\[\]string\{([^}]*)\}")
@@ -66,27 +65,15 @@ def schema_facts(source: str, helpers: Mapping[str, Facts] | None = None) -> Fac
     :func:`~tpu_platform.plan.force_new.force_new_fields`); a field defined by a helper call takes
     the helper's facts under its name."""
     helpers = helpers or {}
-    stack: list[tuple[int, str]] = []
     out: Facts = {}
-    for line in _statements(source.splitlines()):
-        field = _FIELD.match(line)
-        if field:
-            depth = len(field.group(1))
-            while stack and stack[-1][0] >= depth:
-                stack.pop()
-            stack.append((depth, field.group(2)))
-            helper = field.group(4)
-            if helper in helpers:
-                prefix = ".".join(name for _, name in stack)
-                for sub, facts in helpers[helper].items():
-                    out.setdefault(f"{prefix}.{sub}" if sub else prefix, {}).update(facts)
-            continue
-        if not stack:
-            continue
-        path = ".".join(name for _, name in stack)
-        _facts_of(line, out.setdefault(path, {}))
-        if not out[path]:
-            del out[path]
+    for path, line, helper in walk_schema(_statements(source.splitlines())):
+        if helper is not None:
+            for sub, facts in helpers.get(helper, {}).items():
+                out.setdefault(f"{path}.{sub}" if sub else path, {}).update(facts)
+        elif path:
+            _facts_of(line, out.setdefault(path, {}))
+            if not out[path]:
+                del out[path]
     return out
 
 
