@@ -202,8 +202,10 @@ def test_a_future_declaration_time_is_dropped() -> None:
     snap = replace(
         cluster([(A_HIGH, 1), (B_LOW, 2)]), nodes=(*nodes, *(n for p in POOLS[1:] for n in NODES[p.name]))
     )
-    patches = [a for a in decide(snap, S).actions if isinstance(a, PatchNode) and a.pool == "p-0"]
+    d = decide(snap, S)
+    patches = [a for a in d.actions if isinstance(a, PatchNode) and a.pool == "p-0"]
     assert patches and all(k.TENANT_DECLARED_ANNOTATION in a.remove_annotations for a in patches)
+    assert {(r.name, r.reason) for r in d.rejected} == {(n.name, "tenant-declared") for n in nodes}
 
 
 def test_a_namespace_named_like_a_team_is_not_that_team() -> None:

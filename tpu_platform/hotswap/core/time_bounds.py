@@ -50,6 +50,7 @@ from tpu_platform.hotswap.core.inputs import Rejection
 from tpu_platform.hotswap.core.model import JobSet, Node, Pod
 from tpu_platform.hotswap.core.pool_state import STATE_TIMES, Refusal, read_state
 from tpu_platform.hotswap.core.settings import Settings
+from tpu_platform.hotswap.core.tenancy import late_declarations
 from tpu_platform.hotswap.core.timeutil import CLOCK_SKEW_SECONDS, accepted, parse_time, shown
 from tpu_platform.hotswap.core.workload_signals import MAX_TERMINATIONS, late_reports
 
@@ -64,6 +65,7 @@ _NODE_OUTCOME = {
     "clean-since": "ignored (the clean clock starts now)",
     "unhealthy-history": "dropped",
     "tpu-errors": "dropped",
+    "tenant-declared": "dropped (it restricts and rate-limits no tenant)",
 }
 _ANNOTATION = {
     "unhealthy-since": k.UNHEALTHY_SINCE_ANNOTATION,
@@ -116,6 +118,13 @@ def node_rejections(
                 if late:
                     why = f"annotation {k.TPU_ERRORS_ANNOTATION}: {late} entry(ies) {_LATER}"
                     out.append(_on_node(n, "tpu-errors", why))
+        for n in nodes:
+            late = late_declarations(
+                n.annotations.get(k.TENANT_DECLARED_ANNOTATION) if n.annotations else None, now
+            )
+            if late:
+                why = f"annotation {k.TENANT_DECLARED_ANNOTATION}: {late} entry(ies) {_LATER}"
+                out.append(_on_node(n, "tenant-declared", why))
     return out
 
 
