@@ -156,6 +156,7 @@ class HotswapController(pulumi.ComponentResource):
             },
             opts=k8s_opts,
         )
+        self.namespace_object: pulumi.Resource = namespace
         in_ns = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[namespace])
         sa_meta: dict[str, Any] = {"name": APP_NAME, **meta}
         if cfg.compute_corroboration:

@@ -9,6 +9,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from tpu_platform.config import ImageBuildConfig, PlatformConfig
+from tpu_platform.hotswap.deploy import METRICS_PORT
+from tpu_platform.network_policies import platform_namespaces
 from tpu_platform.slices import SliceSpec, expand_slices
 
 from .cloud_nat import CloudNat, CloudNatArgs
@@ -18,6 +20,7 @@ from .hotswap_image import HotswapImage, HotswapImageArgs
 from .kueue_install import KueueInstall, KueueInstallArgs
 from .kueue_queues import KueueQueues, KueueQueuesArgs
 from .monitoring import Monitoring, MonitoringArgs
+from .network_policies import NetworkPolicies, NetworkPoliciesArgs
 from .priorities import Priorities, PrioritiesArgs
 from .project_services import ProjectServices, ProjectServicesArgs, needed_services
 from .tpu_slice_pool import TpuSlicePool, TpuSlicePoolArgs
@@ -116,6 +119,20 @@ class TpuPlatform(pulumi.ComponentResource):
             ),
             opts=child,
         )
+        if cfg.cluster.network_policies:
+            hotswap_ns = cfg.hotswap.namespace if self.hotswap is not None else None
+            NetworkPolicies(
+                f"{name}-network-policies",
+                NetworkPoliciesArgs(
+                    served=platform_namespaces(hotswap_ns, METRICS_PORT),
+                    provider=provider,
+                    depends_on=[
+                        *self.kueue.ready,
+                        *([self.hotswap.namespace_object] if self.hotswap is not None else []),
+                    ],
+                ),
+                opts=child,
+            )
         self.register_outputs(
             {
                 "clusterName": self.cluster.name,
@@ -146,7 +163,13 @@ class TpuPlatform(pulumi.ComponentResource):
                 opts=child,
             )
         source: pulumi.Input[list[pulumi.Input[str]]]
-        if cluster.master_ipv4_cidr_block is not None:
+        # Google's own terraform-google-kubernetes-engine module takes the peered control plane's
+        # block (modules/private-cluster: cluster_endpoint_for_nodes = var.master_ipv4_cidr_block)
+        # and, where there is none, the endpoint's /32 (its autopilot modules); the stack may name
+        # the ranges itself (webhookSourceRanges).
+        if cluster.webhook_source_ranges is not None:
+            source = list(cluster.webhook_source_ranges)
+        elif cluster.master_ipv4_cidr_block is not None:
             source = [cluster.master_ipv4_cidr_block]
         else:
             endpoint = self.cluster.private_endpoint or pulumi.Output.from_input("")

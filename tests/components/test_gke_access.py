@@ -96,6 +96,14 @@ def test_peered_control_plane_range_is_the_firewall_source(
     assert cluster.inputs["privateClusterConfig"]["masterIpv4CidrBlock"] == "172.16.0.0/28"
 
 
+def test_stated_webhook_source_ranges_replace_the_derived_source(
+    stack: dict[str, Any], render_stack: Callable[..., Any]
+) -> None:
+    stack["tpu-platform:cluster"].update(privateNodes=True, webhookSourceRanges=["10.1.2.0/28"])
+    (rule,) = by_type(render_stack(stack), "gcp:compute/firewall:Firewall")
+    assert rule.inputs["sourceRanges"] == ["10.1.2.0/28"]
+
+
 def test_existing_nat_creates_none(stack: dict[str, Any], render_stack: Callable[..., Any]) -> None:
     stack["tpu-platform:cluster"].update(privateNodes=True, nat={"mode": "existing", "router": "corp-router"})
     rendering = render_stack(stack)
@@ -110,6 +118,7 @@ def test_existing_nat_creates_none(stack: dict[str, Any], render_stack: Callable
         ({"privateNodes": True, "nat": {"mode": "existing"}}, "cluster.nat.router", "needs the existing"),
         ({"nat": {"mode": "create"}}, "cluster.nat", "need no Cloud NAT"),
         ({"masterIpv4CidrBlock": "172.16.0.0/24"}, "cluster.masterIpv4CidrBlock", "must be a /28"),
+        ({"webhookSourceRanges": ["10.1.2.0/28"]}, "cluster.webhookSourceRanges", "only applies to private"),
         (
             {"maintenance": {"window": {"start": "2026-01-03T02:00:00Z", "end": "2026-01-03T04:00:00Z",
                                         "recurrence": "FREQ=DAILY"}}},

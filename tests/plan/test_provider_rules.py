@@ -124,3 +124,50 @@ def test_plan_refuses_to_write_a_plan_the_provider_would_reject(monkeypatch: pyt
     with pytest.raises(StackConfigError) as err:
         command.render_plan("seed")
     assert err.value.problems == ["the Google provider would reject pool-0: upgradeSettings.strategy = 'X'"]
+
+
+def test_a_list_field_the_bridge_names_in_the_plural_is_still_checked() -> None:
+    """``event_type`` (a Terraform list) is ``eventTypes`` in the plan; a wrong item is still named."""
+    cluster = {
+        "type": CLUSTER,
+        "name": "cluster",
+        "inputs": {"notificationConfig": {"pubsub": {"filter": {"eventTypes": ["UPGRADE_EVENT", "REBOOT"]}}}},
+    }
+    found = violations([cluster])
+    assert len(found) == 1 and "'REBOOT' is not one of UPGRADE_AVAILABLE_EVENT" in found[0]
+
+
+VAR_BLOCK = """var (
+	cidrBlockConfig = &schema.Resource{
+		Schema: map[string]*schema.Schema{
+			"display_name": {
+				Type:        schema.TypeString,
+				Description: `Field for users
+to identify CIDR blocks.`,
+			},
+		},
+	}
+)
+
+func resourceContainerCluster() *schema.Resource {
+	return &schema.Resource{
+		Schema: map[string]*schema.Schema{
+			"node_config_defaults": {
+				Elem: &schema.Resource{
+					Schema: map[string]*schema.Schema{
+						"logging_variant": {
+							ValidateFunc: validation.StringInSlice([]string{"DEFAULT"}, false),
+						},
+					},
+				},
+			},
+		},
+	}
+}
+"""
+
+
+def test_a_package_level_schema_map_does_not_nest_the_fields_after_it() -> None:
+    """The derivation once filed ``nodeConfigDefaults.loggingVariant`` under ``displayName``."""
+    assert set(schema_facts(VAR_BLOCK)) == {"node_config_defaults.logging_variant"}
+    assert "nodeConfigDefaults.loggingVariant" in load()["resources"][CLUSTER]

@@ -74,6 +74,14 @@ class ClusterConfig(StackModel):
     master_ipv4_cidr_block: str | None = Field(
         None, description="A /28 for a VPC-peering control plane; unset: Private Service Connect."
     )
+    webhook_source_ranges: list[Annotated[str, AfterValidator(check_ipv4_cidr)]] | None = Field(
+        None,
+        max_length=20,
+        description="Where the control plane calls the Kueue and JobSet webhooks from, for the webhook "
+        "firewall rule of private nodes. Default: masterIpv4CidrBlock, else (Private Service Connect) "
+        "the private endpoint's /32; set it to the source ranges of GKE's own "
+        "gke-<cluster>-<hash>-master rule where those differ.",
+    )
     nat: NatConfig | None = Field(None, description="Cloud NAT for private nodes; default: create one.")
     maintenance: MaintenanceConfig | None = None
     upgrade_notifications: bool = Field(
@@ -89,6 +97,12 @@ class ClusterConfig(StackModel):
         "BASIC",
         description="GKE security posture (securityPostureConfig.mode): BASIC audits workload "
         "configuration at no cost; ENTERPRISE needs GKE Enterprise.",
+    )
+    network_policies: bool = Field(
+        True,
+        description="Ingress NetworkPolicies in the platform's namespaces (Kueue, JobSet, the hotswap "
+        "controller): default deny, webhooks open, metrics from Managed Prometheus only. Enforced by "
+        "Dataplane V2 on created clusters; an adopted cluster enforces them only with a policy engine.",
     )
     enable_services: bool = Field(False, description="Enable the project services the stack needs.")
 
@@ -156,6 +170,7 @@ class ClusterConfig(StackModel):
             "system_pool",
             "node_service_account",
             "master_ipv4_cidr_block",
+            "webhook_source_ranges",
             "ip_endpoint",
             "upgrade_notifications",
             "security_posture",

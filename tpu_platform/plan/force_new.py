@@ -48,10 +48,16 @@ def walk_schema(lines: Iterable[str]) -> Iterator[tuple[str, str, str | None]]:
     """``(path, line, helper)`` over gofmt'd schema literals, nesting by tab indentation. On a
     field's own line ``path`` is that field's dotted snake_case path and ``helper`` the schema
     function the field is defined by (``"node_config": schemaNodeConfig(),``) or ``""``; on any other
-    line ``path`` is the enclosing field's (``""`` outside every field) and ``helper`` None."""
+    line ``path`` is the enclosing field's (``""`` outside every field) and ``helper`` None. A field
+    ends at the ``}`` that closes its block at its own depth, or at any line less indented (a
+    package-level ``var`` block of schema maps must not nest the fields that follow it); lines inside a
+    multi-line raw string (a backquoted ``Description``) are text, not structure."""
     stack: list[tuple[int, str]] = []
+    in_raw = False
     for line in lines:
-        field = _FIELD.match(line)
+        starts_raw = in_raw
+        in_raw ^= line.count("`") % 2 == 1
+        field = None if starts_raw else _FIELD.match(line)
         if field:
             depth = len(field.group(1))
             while stack and stack[-1][0] >= depth:
@@ -60,6 +66,12 @@ def walk_schema(lines: Iterable[str]) -> Iterator[tuple[str, str, str | None]]:
             call = _HELPER_CALL.match(line)
             yield ".".join(name for _, name in stack), line, call.group(3) if call else ""
         else:
+            stripped = line.lstrip("\t")
+            if stripped.strip() and not starts_raw:
+                depth = len(line) - len(stripped)
+                closes = stripped.startswith("}")
+                while stack and (stack[-1][0] > depth or (closes and stack[-1][0] == depth)):
+                    stack.pop()
             yield ".".join(name for _, name in stack), line, None
 
 
@@ -136,7 +148,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--write", action="store_true", help="update tpu_platform/plan/data/force_new.json")
     args = parser.parse_args(argv)
     current = load()
+    note = current.get("gke", {}).get("note")
     current["gke"] = derive(args.git_dir, args.tag)
+    if note:
+        current["gke"]["note"] = note  # the reviewer's reasoning for the tag, kept across re-derivations
     text = json.dumps(current, indent=2, sort_keys=True) + "\n"
     write_or_print(text, DATA_FILE, args.write)
     return 0

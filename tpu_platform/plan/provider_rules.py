@@ -164,32 +164,50 @@ def _conflict_path(ref: str) -> str:
     return camel_path(".".join(part for part in ref.split(".") if not part.isdigit()))
 
 
+def _singular(segment: str) -> str:
+    if segment.endswith("ies"):
+        return segment[:-3] + "y"
+    return segment[:-1] if segment.endswith("s") and not segment.endswith("ss") else segment
+
+
+def plural_free(path: str) -> str:
+    """A camelCase path with every segment singular. The bridge names a Terraform list or set field
+    that may hold more than one item in the plural (``event_type`` is ``eventTypes`` in pulumi-gcp:
+    pulumi/pulumi-terraform-bridge ``pkg/tfbridge/names.go``, ``TerraformToPulumiNameV2``), so a rule
+    and a plan input meet on this form."""
+    return ".".join(_singular(part) for part in path.split("."))
+
+
 def violations(resources_: Iterable[Mapping[str, Any]], rules: Mapping[str, Any] | None = None) -> list[str]:
     """One line per input of a plan's resources that the provider's own validation would reject."""
     data = rules if rules is not None else load()
     tag = data.get("tag", "")
     out: list[str] = []
     for res in resources_:
-        by_path = data.get("resources", {}).get(res.get("type"), {})
+        by_path = {plural_free(p): f for p, f in data.get("resources", {}).get(res.get("type"), {}).items()}
         if not by_path:
             continue
         values = dict(_values(res.get("inputs") or {}))
+        present = {plural_free(p) for p in values}
         for path, value in sorted(values.items()):
-            facts = by_path.get(path)
+            facts = by_path.get(plural_free(path))
             if not facts:
                 continue
             allowed = facts.get("enum")
-            if allowed is not None and isinstance(value, str):
+            items = value if isinstance(value, list) else [value]
+            for item in items if allowed is not None else ():
+                if not isinstance(item, str):
+                    continue
                 fold = facts.get("ignore_case", False)
-                ok = value.lower() in {a.lower() for a in allowed} if fold else value in allowed
+                ok = item.lower() in {a.lower() for a in allowed} if fold else item in allowed
                 if not ok:
                     out.append(
-                        f"{res.get('name')}: {path} = {value!r} is not one of {', '.join(allowed)} "
+                        f"{res.get('name')}: {path} = {item!r} is not one of {', '.join(allowed)} "
                         f"(terraform-provider-google {tag}, the provider pulumi-gcp bridges, rejects it)"
                     )
             for ref in facts.get("conflicts", ()):
                 other = _conflict_path(ref)
-                if other in values:
+                if plural_free(other) in present:
                     out.append(
                         f"{res.get('name')}: {path} and {other} cannot both be set "
                         f"(terraform-provider-google {tag} ConflictsWith)"

@@ -102,6 +102,11 @@ def check_network(cfg: PlatformConfig) -> Problems:
             ("cluster", "masterIpv4CidrBlock"),
             "only applies to private clusters; remove it or set privateNodes: true",
         )
+    if cluster.webhook_source_ranges is not None and not cluster.private_nodes:
+        problems.add(
+            ("cluster", "webhookSourceRanges"),
+            "only applies to private nodes (the webhook firewall rule); remove it or set privateNodes: true",
+        )
     return problems
 
 
