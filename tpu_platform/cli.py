@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from . import __version__
+from .config.problems import StackConfigError
 from .project import ProjectError
 from .terminal import silence_stdout
 
@@ -100,6 +101,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except ProjectError as err:
         print(f"{PROG} {args.command}: {err}", file=sys.stderr)
+        return 2
+    except StackConfigError as err:
+        for problem in err.problems:
+            print(f"{PROG} {args.command}: {problem}", file=sys.stderr)
         return 2
     except ModuleNotFoundError as err:
         message = _missing_extra(err, args.command)

@@ -63,11 +63,16 @@ def fail_pool(seed: Seeder, pool: str, *, node: int = 1, ago: float = 60.0) -> N
     seed.set_node_ready(f"{pool}-{node}", "Unknown", time.time() - ago)
 
 
-def kube(d: ApiDouble, identity: str, metrics: Metrics | None = None) -> KubernetesApi:
+def kube(
+    d: ApiDouble,
+    identity: str,
+    metrics: Metrics | None = None,
+    request_timeout: tuple[float, float] = (1.0, 2.0),
+) -> KubernetesApi:
     cfg = configure(client.Configuration(host=d.url))
     return KubernetesApi(
         client.ApiClient(cfg),
-        request_timeout=(1.0, 2.0),
+        request_timeout=request_timeout,
         identity=identity,
         observe=metrics.api_request if metrics else None,
     )
@@ -87,10 +92,17 @@ def elector(api: KubernetesApi, identity: str, rt: RuntimeConfig = FAST, **kw: o
 
 
 def controller(
-    d: ApiDouble, identity: str = "hotswap-0", *, rt: RuntimeConfig = FAST, leader: bool = True
+    d: ApiDouble,
+    identity: str = "hotswap-0",
+    *,
+    rt: RuntimeConfig = FAST,
+    leader: bool = True,
+    request_timeout: tuple[float, float] = (1.0, 2.0),
 ) -> Controller:
+    """``request_timeout``: a test whose counts must not depend on how loaded the machine is passes a
+    bound far above any answer the double gives (its faults are injected, not timed)."""
     metrics = Metrics()
-    api = kube(d, identity, metrics)
+    api = kube(d, identity, metrics, request_timeout)
     le = elector(api, identity, rt, on_change=metrics.leadership) if leader else None
     return Controller(api, Config(Settings(), rt), identity=identity, metrics=metrics, leader=le)
 

@@ -116,7 +116,7 @@ def test_a_lease_taken_by_another_holder_stops_writing(double: ApiDouble) -> Non
 # --- the batch ---------------------------------------------------------------------------------
 def test_a_transport_error_mid_batch_does_not_drop_the_rest(double: ApiDouble) -> None:
     seed = seed_cluster(double)
-    c = controller(double, leader=False)
+    c = controller(double, leader=False, request_timeout=(30.0, 60.0))
     for cache in c.caches:
         cache.relist()
     fail_pool(seed, "a")

@@ -8,6 +8,7 @@ policy`` enforces.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 HELP = "run the policy pack's rules over stacks' offline plans (exit 1 on a violation)"
@@ -29,14 +30,25 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..components.program import stack_program
-    from ..plan import list_stacks, load_stack_config, render
+    from ..config import StackConfigError
+    from ..plan import list_stacks, load_stack_config, parse_stack_config, render
     from ..policy.offline import check_rendering, check_replacement
     from ..project import resolve_stack
 
     failed = 0
+    invalid = False
     for stack in args.stacks or list_stacks(args.stacks_dir):
         ref = resolve_stack(stack, args.stacks_dir)
-        rendering = render(stack_program, load_stack_config(ref.path), stack=ref.name)
+        try:
+            config = load_stack_config(ref.path)
+            parse_stack_config(config)
+        except StackConfigError as err:
+            for problem in err.problems:
+                where = "" if problem.startswith(str(ref.path)) else f"{ref.path}: "
+                print(f"stack {ref.name}: {where}{problem}", file=sys.stderr)
+            invalid = True
+            continue
+        rendering = render(stack_program, config, stack=ref.name)
         violations = check_rendering(rendering)
         baseline = args.baseline / f"{ref.name}.yaml" if args.baseline else None
         if baseline is not None and baseline.is_file():
@@ -46,4 +58,4 @@ def run(args: argparse.Namespace) -> int:
         for violation in violations:
             print(f"  - {violation}")
         failed += bool(violations)
-    return 1 if failed else 0
+    return 2 if invalid else 1 if failed else 0

@@ -24,6 +24,14 @@ def run(args: argparse.Namespace) -> int:
     from ..plan.review import review_folders
     from ..project import find_project
 
+    for role, folder in (("base", args.base), ("head", args.head)):
+        if not folder.is_dir():
+            print(
+                f"review: {role} {folder}: no such folder of plans; pass the folder that holds "
+                "<stack>.yaml plans (an empty folder if that side has none yet)",
+                file=sys.stderr,
+            )
+            return 2
     stacks_dir = args.stacks_dir or find_project().stacks_dir
     text, status = review_folders(args.base, args.head, stacks_dir)
     sys.stdout.write(text)

@@ -32,7 +32,9 @@ def run(args: argparse.Namespace) -> int:
         try:
             cfg = parse_stack_config(load_stack_config(ref.path))
         except StackConfigError as err:
-            print(f"stack {ref.name}: {err}", file=sys.stderr)
+            for problem in err.problems:
+                where = "" if problem.startswith(str(ref.path)) else f"{ref.path}: "
+                print(f"stack {ref.name}: {where}{problem}", file=sys.stderr)
             status = 2
             continue
         print(f"stack {ref.name}: ok")

@@ -74,5 +74,26 @@ def explain(error: ValidationError, model: type[BaseModel] | None = None) -> lis
         elif kind == "value_error":
             lines.append(f"{path}: {msg.removeprefix('Value error, ')}")
         else:
-            lines.append(f"{path}: {msg} (got {item.get('input')!r})")
+            lines.append(f"{path}: {_plain(kind, msg)} (got {item.get('input')!r}); change the value")
     return lines
+
+
+_SHAPES = {
+    "model_type": "must be a mapping (indented key: value lines under it)",
+    "model_attributes_type": "must be a mapping (indented key: value lines under it)",
+    "dict_type": "must be a mapping (indented key: value lines under it)",
+    "list_type": "must be a list (lines starting with '- ' under it)",
+    "string_type": "must be text",
+    "bool_type": "must be true or false",
+    "bool_parsing": "must be true or false",
+    "int_type": "must be a whole number",
+    "int_parsing": "must be a whole number",
+    "int_from_float": "must be a whole number",
+    "float_type": "must be a number",
+    "float_parsing": "must be a number",
+}
+
+
+def _plain(kind: str, msg: str) -> str:
+    """Pydantic's words as a stack author reads them: what the value must be."""
+    return _SHAPES.get(kind) or msg.replace("Input should be", "must be").replace("Value should", "must")

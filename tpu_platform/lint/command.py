@@ -51,13 +51,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def _stack_context(stack: str, stacks_dir: Path | None) -> LintContext:
     """The context of a stack file: its queues, nominal quotas, priorities and slices."""
     from ..config import StackConfigError
-    from ..plan.stacks import STACKS_DIR, load_stack_config, parse_stack_config, stack_file
+    from ..plan.stacks import load_stack_config, parse_stack_config, stack_file
     from .stack import context_from_stack
 
     try:
-        cfg = parse_stack_config(load_stack_config(stack_file(stack, stacks_dir or STACKS_DIR)))
+        cfg = parse_stack_config(load_stack_config(stack_file(stack, stacks_dir)))
     except StackConfigError as err:
-        raise ContextError(f"stack {stack}: {err}") from err
+        raise ContextError("\n".join(f"stack {stack}: {problem}" for problem in err.problems)) from err
     return context_from_stack(cfg)
 
 
@@ -111,7 +111,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     try:
         ctx = _stack_context(args.stack, args.stacks_dir) if args.stack else load_context(args.context)
     except (ContextError, ImportError) as err:
-        print(f"lint: {err}", file=sys.stderr)
+        for line in str(err).splitlines():
+            print(f"lint: {line}", file=sys.stderr)
         return 2
     if args.namespace:
         ctx = replace(ctx, default_namespace=args.namespace)

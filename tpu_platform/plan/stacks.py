@@ -14,7 +14,7 @@ import yaml
 
 from ..config import PlatformConfig, StackConfigError, read_stack
 from ..config.decode import pulumi_text, qualified_config
-from ..project import find_project
+from ..project import ProjectError, find_project, resolve_stack
 
 
 def __getattr__(name: str) -> Path:
@@ -27,13 +27,31 @@ def __getattr__(name: str) -> Path:
 
 
 def stack_file(stack: str, stacks_dir: Path | None = None) -> Path:
-    folder = stacks_dir if stacks_dir is not None else find_project().stacks_dir
-    return folder / f"Pulumi.{stack}.yaml"
+    """A stack's file: a name in ``stacks_dir`` (default: the project's), or a path (or ``-``) as it
+    is, needing no Pulumi project (:func:`tpu_platform.project.resolve_stack`)."""
+    return resolve_stack(stack, stacks_dir).path
 
 
 def list_stacks(stacks_dir: Path | None = None) -> list[str]:
-    """Stack names, from the stack files present."""
+    """Stack names, from the stack files present; a folder that is missing or holds none is an
+    error (``ProjectError``), never an empty success."""
     folder = stacks_dir if stacks_dir is not None else find_project().stacks_dir
+    if not folder.is_dir():
+        raise ProjectError(
+            f"{folder}: no such folder of stack files; pass --stacks-dir with the folder of the stack files"
+        )
+    names = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in folder.glob("Pulumi.*.yaml"))
+    if not names:
+        raise ProjectError(
+            f"{folder}: no Pulumi.<stack>.yaml stack file here; name a stack file or pass --stacks-dir"
+        )
+    return names
+
+
+def _names_in(folder: Path) -> list[str]:
+    """The stack names a hint can offer (none when the folder is missing)."""
+    if not folder.is_dir():
+        return []
     return sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in folder.glob("Pulumi.*.yaml"))
 
 
@@ -42,9 +60,8 @@ def load_stack_config(path: Path) -> dict[str, Any]:
     if str(path) == "-":
         return stack_config_from_text(sys.stdin.read(), "<stdin>")
     if not path.exists():
-        raise StackConfigError(
-            [f"{path}: no such stack file; create it or pick one of {list_stacks(path.parent)}"]
-        )
+        there = ", ".join(_names_in(path.parent)) or "none there"
+        raise StackConfigError([f"{path}: no such stack file; create it or pick one of {there}"])
     if path.is_dir():
         raise StackConfigError([f"{path}: is a folder; name a stack file (Pulumi.<stack>.yaml) or a stack"])
     return stack_config_from_text(path.read_text(), str(path))

@@ -115,12 +115,12 @@ def _stack_policy(rule: Rule, schema: PolicyConfigSchema | None) -> Policy:
 
 def stack_file_of(stack: Stack) -> Path | None:
     """``stacks/Pulumi.<stack>.yaml`` of the previewed stack (its name is in every URN)."""
-    from tpu_platform.plan.stacks import STACKS_DIR, stack_file
+    from tpu_platform.plan.stacks import stack_file
 
     for resource in stack:
         parts = resource.urn.split("::")[0].split(":")
         if len(parts) == 3 and parts[2]:
-            return stack_file(parts[2], STACKS_DIR)
+            return stack_file(parts[2])
     return None
 
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from tpu_platform.hotswap.core import constants as k
-from tpu_platform.plan.stacks import STACKS_DIR, load_stack_config, parse_stack_config, stack_file
+from tpu_platform.plan.stacks import load_stack_config, parse_stack_config, stack_file
 from tpu_platform.sim.failures import CHIP_ERROR, HOST_DEATH, KUBELET_RESTART, MAINTENANCE, SPOT_PREEMPTION
 from tpu_platform.sim.model import RECREATE, RUNNING, SimPod, WorkloadSpec
 from tpu_platform.sim.params import Timings
@@ -195,7 +195,7 @@ def simulate(
     ``kubelet_silent_s``: how long a kubelet restart keeps the node silent (the live tier's is 70 s
     of silence plus kwok's own restart, so the node's measured return is passed here)."""
     start = START_S + phase_s
-    cfg = parse_stack_config(load_stack_config(stack_file(stack, STACKS_DIR)))
+    cfg = parse_stack_config(load_stack_config(stack_file(stack)))
     probe_scenario = stack_scenario(cfg, end=start - 1, workloads=[HIGH, LOW])
     timings = live_like_timings(
         probe_scenario.timings, pod_startup_s=pod_startup_s, tas_toleration_s=tas_toleration_s

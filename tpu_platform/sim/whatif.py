@@ -90,7 +90,8 @@ def one_cluster(cfg: PlatformConfig, worker: str | None) -> PlatformConfig:
 def run(args: argparse.Namespace) -> int:
     from tpu_platform.config import StackConfigError
     from tpu_platform.hotswap.core import SettingsError
-    from tpu_platform.plan.stacks import STACKS_DIR, load_stack_config, parse_stack_config, stack_file
+    from tpu_platform.plan.stacks import load_stack_config, parse_stack_config, stack_file
+    from tpu_platform.project import resolve_stack
     from tpu_platform.sim.failures import HOST_DEATH
     from tpu_platform.sim.model import PREEMPTIONS
     from tpu_platform.sim.params import floor_seconds, restart_seconds
@@ -102,12 +103,16 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         cfg = one_cluster(
-            parse_stack_config(load_stack_config(stack_file(args.stack, args.stacks_dir or STACKS_DIR))),
+            parse_stack_config(load_stack_config(stack_file(args.stack, args.stacks_dir))),
             args.worker,
         )
         workloads = load_workload_file(args.workloads, cfg) if args.workloads else None
         scenario = stack_scenario(cfg, end=args.at + args.after, seed=args.seed, workloads=workloads)
-    except (StackConfigError, SettingsError, ValueError, OSError) as err:
+    except StackConfigError as err:
+        for problem in err.problems:
+            print(f"whatif {args.stack}: {problem}", file=sys.stderr)
+        return 2
+    except (SettingsError, ValueError, OSError) as err:
         print(f"whatif {args.stack}: {err}", file=sys.stderr)
         return 2
     pools = {p.name: p for p in scenario.pools}
@@ -179,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
             f"  {r.policy}: {r.summary.low_priority_lost_chip_hours:.1f} chip-h lost "
             f"({pre:.1f} by preemption), {r.summary.hazards} leader(s) placed on a broken slice"
         )
-    path = args.out / f"whatif-{args.stack}.png"
+    path = args.out / f"whatif-{resolve_stack(args.stack, args.stacks_dir).name}.png"
     titles = {
         "recipe": "the guide's recipe (scheduler only)",
         "kueue_tas": "Kueue 0.19 TAS + FailFast + FailureRecoveryPolicy",
