@@ -40,12 +40,12 @@ Kueue admits it (kwok starts containers at once: no image pull, no runtime start
 
 EXPLAINED: dict[tuple[str, str, str], str] = {
     ("chip error", "recipe", "high pods Running again"): (
-        "the simulator's device plugin withdraws the broken node's chips (Timings.chips_withdrawn_report_s, "
-        "an undocumented assumption), so the restart waits for GKE's repair; kwok has no device plugin, "
-        "so on the live tier the slice keeps its chips and the JobSet restarts in place"
+        "the simulated chip stays broken: every pod the restart starts on that node fails when its TPU "
+        "runtime initializes (Infra._on_pod), so the JobSet restarts until GKE's repair; the live tier "
+        "breaks no chip (kwok runs what it is given), so its restarted pods run in place"
     ),
     ("chip error", "kueue_tas", "high pods Running again"): (
-        "as for recipe: the simulated device plugin withdraws the chips, kwok's nodes keep them"
+        "as for recipe: the simulated chip fails each restarted pod on the node, kwok's does not"
     ),
     ("Spot notice", "recipe", "node NotReady"): (
         "the simulator deletes the reclaimed Spot VMs' Node objects when the VMs stop, 30 s after the notice "

@@ -3,6 +3,8 @@ silent success; a stack named by its path needs no Pulumi project."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -90,3 +92,51 @@ def test_whatif_names_its_picture_after_the_stack_not_its_path(
     assert cli.main(["whatif", str(DEV), "--out", str(outside)]) == 0
     assert (outside / "whatif-dev.png").is_file()
     assert f"timeline: {outside / 'whatif-dev.png'}" in capsys.readouterr().out
+
+
+BLOCK_EXTRAS = """
+import sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in {"jsonschema", "celpy", "lark", "kubernetes_validate", "matplotlib",
+                                  "kubernetes"}:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+sys.meta_path.insert(0, Block())
+from tpu_platform import cli
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+def _without_extras(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", BLOCK_EXTRAS, *argv],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        check=False,
+    )
+
+
+def test_lint_without_schema_needs_no_extra_and_with_it_names_the_extra() -> None:
+    plain = _without_extras("lint", str(JOBSET), "--stack", "dev", "--no-schema")
+    assert plain.returncode == 1 and "queue-not-found" in plain.stdout, plain.stderr
+    schema = _without_extras("lint", str(JOBSET), "--stack", "dev")
+    assert schema.returncode == 2
+    assert schema.stderr.strip() == (
+        "tpu-platform lint: needs the optional dependencies of 'lint' (module jsonschema is missing): "
+        "pip install 'tpu-platform[lint]'"
+    )
+
+
+def test_status_names_its_extra_and_without_a_kubeconfig_says_where_it_looked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert "pip install 'tpu-platform[status]'" in _without_extras("status").stderr
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    assert cli.main(["status"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert f"looked in the in-cluster service account, then {tmp_path}/.kube/config" in err[1]
+    assert "gcloud container clusters get-credentials CLUSTER" in err[2]

@@ -38,7 +38,7 @@ EXTRAS = {
     "kubernetes_validate": "lint",
     "matplotlib": "sim",
     "pulumi_policy": "policy",
-    "kubernetes": "controller",
+    "kubernetes": "status",
 }
 
 EXIT_CODES = """exit codes:

@@ -112,3 +112,15 @@ def test_a_spot_notice_node_not_ready_is_explained(
 def test_the_bench_names_a_missing_live_file(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match="TPU_PLATFORM_LIVE_STEPS"):
         main(["--live", str(tmp_path / "none.jsonl")])
+
+
+def test_a_chip_error_is_replayed_with_the_chip_withdrawn_as_the_live_test_withdraws_it() -> None:
+    """Under hotswap the live test withdraws the chip with the error (a signal no tenant writes), so
+    the pool is out at once; under recipe nothing withdraws it and the replay runs to its end (a
+    JobSet that fails for good while its followers are due is gone, not a crash)."""
+    hot = simulate("chip error", "hotswap", ["pool tainted"], pod_startup_s=1.0)
+    assert hot["pool tainted"] < 1.0
+    recipe = simulate(
+        "chip error", "recipe", ["JobSet restarted", "high pods Running again"], pod_startup_s=1.0
+    )
+    assert "JobSet restarted" in recipe

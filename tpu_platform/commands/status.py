@@ -11,6 +11,7 @@ requests.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
@@ -37,6 +38,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def where_it_looked(kubeconfig: str | None) -> str:
+    """The files the Kubernetes client read, in its order (an explicit file, else $KUBECONFIG's
+    list, else ~/.kube/config; kubernetes-client ``config/kube_config.py``, KUBE_CONFIG_DEFAULT_LOCATION),
+    after the in-cluster service account when no file was named."""
+    if kubeconfig:
+        return kubeconfig
+    files = os.environ.get("KUBECONFIG", "").split(os.pathsep)
+    named = [f for f in files if f] or [os.path.expanduser("~/.kube/config")]
+    return "the in-cluster service account, then " + ", ".join(named)
+
+
 def run(args: argparse.Namespace) -> int:
     from kubernetes.config.config_exception import ConfigException
 
@@ -47,6 +59,13 @@ def run(args: argparse.Namespace) -> int:
         get = client_getter(args.kubeconfig, args.context)
     except (ConfigException, OSError) as err:
         print(f"tpu-platform status: no cluster to read: {err}", file=sys.stderr)
+        print(f"tpu-platform status: looked in {where_it_looked(args.kubeconfig)}", file=sys.stderr)
+        print(
+            "tpu-platform status: for a GKE cluster: gcloud container clusters get-credentials CLUSTER "
+            "--location LOCATION --project PROJECT (then --context, or the current context); else pass "
+            "--kubeconfig FILE",
+            file=sys.stderr,
+        )
         return 2
     try:
         objects = read_cluster(get, lease_namespace=args.controller_namespace, lease_name=args.lease_name)

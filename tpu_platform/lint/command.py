@@ -7,11 +7,14 @@ import json
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import BinaryIO, TextIO
+from typing import TYPE_CHECKING, BinaryIO, TextIO
 
 from ..terminal import paint
 from .context import ContextError, LintContext, load_context
 from .findings import SEVERITY_ORDER, Finding
+
+if TYPE_CHECKING:
+    from ..schema.validate import SchemaValidator
 
 HELP = (
     "lint manifests: will Kueue manage and admit the JobSets, are the Kueue objects right, can hotswap help?"
@@ -102,7 +105,7 @@ def _text(results: list[tuple[str, list[Finding]]], out: TextIO) -> None:
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Lint every file as one run; exit 0 (clean), 1 (findings at --fail-on or worse), 2 (bad input)."""
-    from ..schema import CrdsUnavailable, SchemaValidator
+    from ..schema import CrdsUnavailable
     from ..schema.crds import locate_crds
     from .linter import CRDS_HELP, has_input_problem, lint_files
     from .sarif import to_sarif
@@ -118,6 +121,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         ctx = replace(ctx, default_namespace=args.namespace)
     validator: SchemaValidator | None = None
     if not args.no_schema:
+        from ..schema.validate import SchemaValidator  # the lint extra
+
         try:
             validator = SchemaValidator(locate_crds(getattr(args, "crds", None)))
         except CrdsUnavailable as err:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..schema import CrdsUnavailable, SchemaValidator, validate_object
+from ..schema import CrdsUnavailable
 from .context import LintContext
 from .counts import jobset_counts, priority_class_value
 from .findings import SEVERITY_ORDER, Finding
@@ -21,6 +21,9 @@ from .objects import RunIndex, is_kueue, is_priority_class, kueue_rules, name_of
 from .rules import run_rules
 from .source import Document, SourceProblem, decode, normalize, parse
 from .together import Submitted, together_rules
+
+if TYPE_CHECKING:
+    from ..schema.validate import SchemaValidator
 
 # Findings about the input as a whole: the command exits 2 on them.
 INPUT_RULES = frozenset({"input-empty", "input-binary", "yaml-invalid", "not-a-manifest", "crds-unavailable"})
@@ -37,6 +40,8 @@ def _ordered(findings: list[Finding]) -> list[Finding]:
 
 def schema_findings(manifest: dict[str, Any], validator: SchemaValidator | None = None) -> list[Finding]:
     """The schema check of one object as findings; ``crds-unavailable`` when the CRDs are missing."""
+    from ..schema.validate import validate_object  # the lint extra; not needed with --no-schema
+
     try:
         issues = validate_object(manifest, validator)
     except CrdsUnavailable as err:

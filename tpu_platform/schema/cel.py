@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any
 
 import celpy
 import lark
@@ -18,22 +18,11 @@ from celpy import celtypes
 from celpy.evaluation import base_functions
 
 from .cel_equality import EQUALITY_FUNCTIONS
-
-Status = Literal["passed", "failed", "not-evaluated", "transition"]
+from .outcome import CelOutcome
 
 # Function-like macros the cel-python evaluator implements besides ``base_functions``.
 _MACROS = frozenset({"has", "dyn", "all", "exists", "exists_one", "map", "filter"})
 SUPPORTED_FUNCTIONS = frozenset(name for name in base_functions if name.isidentifier()) | _MACROS
-
-
-@dataclass(frozen=True)
-class CelOutcome:
-    """What happened to one rule on one value."""
-
-    path: str
-    rule: str
-    status: Status
-    message: str = ""
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .cel import CelOutcome, Status
+from .outcome import CelOutcome, Status
 
 Severity = Literal["error", "warning"]
 

@@ -54,6 +54,10 @@ RESET_S = 2.0
 (``tests/live/cluster/compute_double.py``, ``reset_s``)."""
 REBOOT_S = 5.0
 """The live tier's reboot of a reset VM (``tests/live/cluster/incidents.py``, ``REBOOT_S``)."""
+CHIPS_WITHDRAWN_S: Mapping[str, float | None] = {"hotswap": 0.0, "recipe": None, "kueue_tas": None}
+"""When the live tier's chip error withdraws the broken chip from the node's allocatable, per policy:
+``tests/live/test_hotswap_notices.py`` writes it with the error (kwok has no device plugin, so the
+test is the device plugin); the baselines (``incidents.chip_error_restarts_in_place``) never do."""
 
 
 @dataclass(frozen=True)
@@ -151,14 +155,17 @@ LOW = replace(
 HIGH_KEY = HIGH.key
 
 
-def live_like_timings(base: Timings, *, pod_startup_s: float, tas_toleration_s: float) -> Timings:
+def live_like_timings(
+    base: Timings, *, pod_startup_s: float, tas_toleration_s: float, chips_withdrawn_s: float | None = None
+) -> Timings:
     """The simulator's timings with what the live tier sets itself: the pods' start-up (kwok), their
     1 s grace, the trainers answering a checkpoint request at once (the live test answers it), the
     notice 420 s ahead, and the ``kueue_tas`` tolerations of the run; its Compute Engine double
     (``tests/live/cluster/compute_double.py``), which reads a killed VM TERMINATED at once, finishes
     a reset in 2 s and never fails or restarts one (a hung guest is its own kind); the harness's 5 s
-    reboot of a reset VM; and NotReady from the last renewal the node lifecycle controller saw, as
-    kube-controller-manager counts it."""
+    reboot of a reset VM; the chips of a chip error withdrawn when the live test withdraws them
+    (``chips_withdrawn_s``: at the error, or never); and NotReady from the last renewal the node
+    lifecycle controller saw, as kube-controller-manager counts it."""
     return replace(
         base,
         pod_startup_s=pod_startup_s,
@@ -176,6 +183,7 @@ def live_like_timings(base: Timings, *, pod_startup_s: float, tas_toleration_s: 
         compute_api_error_rate=0.0,
         hung_guest_fraction=0.0,
         compute_restart_fraction=0.0,
+        chips_withdrawn_report_s=chips_withdrawn_s,
     )
 
 
@@ -198,7 +206,10 @@ def simulate(
     cfg = parse_stack_config(load_stack_config(stack_file(stack)))
     probe_scenario = stack_scenario(cfg, end=start - 1, workloads=[HIGH, LOW])
     timings = live_like_timings(
-        probe_scenario.timings, pod_startup_s=pod_startup_s, tas_toleration_s=tas_toleration_s
+        probe_scenario.timings,
+        pod_startup_s=pod_startup_s,
+        tas_toleration_s=tas_toleration_s,
+        chips_withdrawn_s=CHIPS_WITHDRAWN_S.get(policy),
     )
     if kind in HUNG:
         timings = replace(timings, hung_guest_fraction=1.0)

@@ -131,9 +131,9 @@ class JobSetController:
             w.restarting = False
 
     def _followers(self, key: str, leader_key: str, attempt: int) -> None:
-        w = self.c.workloads[key]
+        w = self.c.workloads.get(key)  # a JobSet that failed for good meanwhile is gone
         leader = self.c.pods.get(leader_key)
-        if w.attempt != attempt or leader is None or leader.terminating or leader.pool is None:
+        if w is None or w.attempt != attempt or leader is None or leader.terminating or leader.pool is None:
             return
         for j in range(1, w.nodes_per_slice):
             self.c.create_pod(w, slice_index=leader.slice_index, index=j, pool_selector=leader.pool)
