@@ -259,6 +259,7 @@ def test_every_rule_has_a_case() -> None:
     # Fired by the document and schema tests, and by context variations below.
     elsewhere = {
         "queue-resources",
+        "queue-never-admitted",  # tests/lint/test_lint_stack.py: needs a stack's quota plan
         "multikueue-managed-by",  # tests/fleet/test_fleet.py: a fleet stack's queues
         # tests/lint/test_lint_manifests.py: whole manifests, Kueue objects, input problems, counts.
         "input-empty",

@@ -44,7 +44,7 @@ def render_plan(stack: str, stacks_dir: Path | None = None) -> tuple[str, str]:
     summary = summarize(cfg)
     with contextlib.chdir(_program_folder()):  # Pulumi runs a program from its project folder
         rendering = render(stack_program, config, stack=ref.name)
-    document = plan_document(ref.name, rendering, summary.as_dict())
+        document = plan_document(ref.name, rendering, summary.as_dict())  # paths relative to it
     rejected = violations(document["resources"])
     if rejected:
         raise StackConfigError([f"the Google provider would reject {line}" for line in rejected])

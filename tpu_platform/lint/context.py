@@ -30,6 +30,9 @@ class FlavorQuota:
     name: str
     shape: SliceShape
     chips: int | None = None
+    ceiling_chips: int | None = None
+    """The most chips the queue can ever hold in this flavor (nominal plus what it may borrow from
+    its cohort); None when unknown."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,13 @@ class QueueTarget:
         if not quotas or any(q is None for q in quotas):
             return None
         return sum(q for q in quotas if q is not None)
+
+    def ceiling_chips(self, shape: SliceShape) -> int | None:
+        """The most chips for ``shape`` the queue can ever admit at once; None when any is unknown."""
+        ceilings = [f.ceiling_chips for f in self.flavors if f.shape == shape]
+        if not ceilings or any(c is None for c in ceilings):
+            return None
+        return sum(c for c in ceilings if c is not None)
 
 
 JOBSET_DEFAULT_GATES: Mapping[str, bool] = {"RestartJob": False, "InPlaceRestart": False}

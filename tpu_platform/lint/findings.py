@@ -72,6 +72,11 @@ _RULES = (
     Rule("kueue-label-on-template", "warning", "Kueue labels on a Job or pod template are ignored"),
     Rule("queue-resources", "error", "a requested resource is not covered by the ClusterQueue"),
     Rule("queue-flavor-shape", "error", "no flavor of the queue provides the selected slice shape"),
+    Rule(
+        "queue-never-admitted",
+        "error",
+        "the JobSet needs more chips than the queue can ever hold (nominal plus what it may borrow)",
+    ),
     Rule("queue-quota", "warning", "the JobSet needs more chips than the queue's nominal quota"),
     Rule("workload-priority-missing", "warning", "no kueue.x-k8s.io/priority-class label on the JobSet"),
     Rule("workload-priority-unknown", "error", "the WorkloadPriorityClass does not exist"),

@@ -377,7 +377,20 @@ def capacity_rules(js: JobSetView, ctx: LintContext, shapes: dict[int, SliceShap
                 f"use at most {have} replicas of {shape.topology}, or add slices to the stack",
             )
         quota = target.quota_chips(shape) if target is not None else None
-        if target is not None and quota is not None and chips[shape] > quota:
+        ceiling = target.ceiling_chips(shape) if target is not None else None
+        if target is not None and quota is not None and ceiling is not None and chips[shape] > ceiling:
+            lent = (
+                f" + {ceiling - quota} it may borrow from cohort {target.cohort!r}" if ceiling > quota else ""
+            )
+            yield finding(
+                "queue-never-admitted",
+                path,
+                f"needs {chips[shape]} chips of {shape.topology} but ClusterQueue {target.cluster_queue!r} "
+                f"can ever hold {ceiling} (nominal {quota}{lent}): Kueue never admits it",
+                f"use at most {ceiling} chips of {shape.topology} at once, or raise the queue's nominal "
+                "quota or borrowingLimit in the stack",
+            )
+        elif target is not None and quota is not None and chips[shape] > quota:
             borrow = (
                 f"it is admitted only if cohort {target.cohort!r} lends the rest"
                 if target.cohort
@@ -491,13 +504,15 @@ def failure_policy_rules(
         yield finding(
             "blocking-recreate",
             "spec.failurePolicy.restartStrategy",
-            "BlockingRecreate creates no new Job until every old pod is gone, so pods stuck Terminating on a "
-            "dead node hold the restart until the node is repaired (Recreate waits too: JobSet deletes the "
-            "old Jobs in the foreground and recreates each only once it is gone)"
-            + (
-                ". The hotswap controller clears them for opted-in JobSets."
-                if opted_in
-                else ", and this JobSet has not opted in to the hotswap controller that clears them"
+            (
+                "BlockingRecreate waits for every old pod to be gone; the hotswap controller clears pods "
+                "stuck on a dead node for this JobSet (docs/linter.md: blocking-recreate)"
+            )
+            if opted_in
+            else (
+                "BlockingRecreate (and Recreate) wait for every old pod to be gone: pods stuck Terminating "
+                "on a dead node hold the restart until the node is repaired, and this JobSet has not "
+                "opted in to the hotswap controller that clears them"
             ),
             "" if opted_in else f"add the label `{_yaml_label(*ctx.hotswap_label)}`",
             severity="info" if opted_in else "warning",

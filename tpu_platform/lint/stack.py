@@ -33,12 +33,23 @@ def context_from_stack(cfg: PlatformConfig) -> LintContext:
         for node in plan.cluster_queues
         for quota in node.quotas
     }
+    # Kueue admits a workload only within nominal quota plus what the queue may borrow (its
+    # borrowingLimit, what the cohort can lend): the plan's potential, per flavor.
+    ceiling = {
+        (team.cluster_queue, f.flavor): f.guaranteed_chips + f.borrowable_chips
+        for team in plan.team_quotas()
+        for f in team.flavors
+    }
     covered = TPU_ONLY if cfg.kueue.quota_check_strategy == "BlockUndeclared" else None
     queues = {
         key: replace(
             target,
             flavors=tuple(
-                replace(flavor, chips=nominal.get((target.cluster_queue, flavor.name)))
+                replace(
+                    flavor,
+                    chips=nominal.get((target.cluster_queue, flavor.name)),
+                    ceiling_chips=ceiling.get((target.cluster_queue, flavor.name)),
+                )
                 for flavor in target.flavors
             ),
             covered_resources=covered,

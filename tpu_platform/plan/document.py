@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -22,6 +24,26 @@ def normalize(value: Any) -> Any:
     return value
 
 
+IMAGE_TYPE = "docker-build:index:Image"
+
+
+def _portable_build_paths(type_: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    """The controller image's build paths relative to its build context, the folder holding the
+    ``tpu_platform`` package: the engine gets the machine's real paths, but a committed plan reads
+    the same from a checkout and from an installed wheel (``.`` and ``tpu_platform/hotswap/Dockerfile``)."""
+    if type_ != IMAGE_TYPE:
+        return inputs
+    root = Path(str(resources.files("tpu_platform"))).resolve().parent
+    out = dict(inputs)
+    for key in ("context", "dockerfile"):
+        block = out.get(key)
+        if isinstance(block, dict) and isinstance(block.get("location"), str):
+            where = Path(block["location"]).resolve()
+            if where == root or root in where.parents:
+                out[key] = {**block, "location": where.relative_to(root).as_posix() or "."}
+    return out
+
+
 def plan_document(stack: str, rendering: Rendering, summary: dict[str, Any]) -> dict[str, Any]:
     """Every registered resource with type, name, parent, provider, dependencies and inputs.
 
@@ -39,7 +61,7 @@ def plan_document(stack: str, rendering: Rendering, summary: dict[str, Any]) -> 
         if res.dependencies:
             entry["dependsOn"] = sorted(urn_label(dep) for dep in res.dependencies)
         if res.custom or res.inputs:  # remote components (helm.v4.Chart) have inputs too
-            entry["inputs"] = normalize(res.inputs)
+            entry["inputs"] = normalize(_portable_build_paths(res.type, res.inputs))
         resources.append(entry)
     return {
         "planVersion": PLAN_VERSION,
