@@ -15,6 +15,8 @@ from pathlib import Path
 
 import yaml
 
+from .yaml_errors import yaml_error_line
+
 PROJECT_FILE = "Pulumi.yaml"
 PLANS_FOLDER = "plans"
 
@@ -49,7 +51,7 @@ def _read_project(path: Path) -> Project:
     try:
         doc = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as err:
-        raise ProjectError(f"{path}: not valid YAML ({err})") from None
+        raise ProjectError(yaml_error_line(err, str(path))) from None
     if not isinstance(doc, dict):
         raise ProjectError(f"{path}: a project file is a mapping (name:, runtime:, ...)")
     config_dir = doc.get("stackConfigDir") or "."

@@ -73,6 +73,8 @@ class PlatformSummary:
                 f"    {team['team']:<16} {team['guaranteedChips']:>5} / {team['borrowableChips']:<5} "
                 f"({team['clusterQueue']}{cohort}; slices {shapes})"
             )
+            if team.get("submitTo"):
+                lines.append(f"      submit to {', '.join(team['submitTo'])} (namespace/LocalQueue)")
         idle = [row for row in self.unassigned if row["slices"]]
         if idle:
             text = ", ".join(f"{row['topology']} x{row['slices']} ({row['chips']} chips)" for row in idle)
@@ -81,6 +83,12 @@ class PlatformSummary:
             lines.append(f"  worker {worker.name} (MultiKueueCluster):")
             lines.extend(f"    {line}" for line in worker.summary.as_text().splitlines())
         return "\n".join(lines)
+
+
+def _with_queues(team: dict[str, Any], submit_to: list[str]) -> dict[str, Any]:
+    """A team's quota with where its members submit: ``namespace/LocalQueue``, the JobSet's
+    namespace and its ``kueue.x-k8s.io/queue-name`` label."""
+    return {**team, "submitTo": submit_to} if submit_to else team
 
 
 @dataclass(frozen=True)
@@ -99,6 +107,7 @@ def summarize(cfg: PlatformConfig) -> PlatformSummary:
     by_capacity: Counter[str] = Counter()
     for spec in specs:
         by_capacity[spec.capacity] += spec.chips
+    queues = {team.name: [f"{ns}/{lq}" for ns, lq in team.local_queue_list()] for team in cfg.teams}
     return PlatformSummary(
         cluster=cfg.cluster.name,
         zone=cfg.zone,
@@ -116,7 +125,7 @@ def summarize(cfg: PlatformConfig) -> PlatformSummary:
             for cap in capacity_by_shape(specs)
         ],
         chips_by_capacity=dict(sorted(by_capacity.items())),
-        teams=[team.as_dict() for team in plan.team_quotas()],
+        teams=[_with_queues(team.as_dict(), queues.get(team.team, [])) for team in plan.team_quotas()],
         unassigned=[
             {"topology": shape.topology, "slices": slices, "chips": slices * shape.chips}
             for shape, slices in plan.unassigned().items()

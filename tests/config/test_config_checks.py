@@ -17,6 +17,7 @@ from tpu_platform.config.checks.cohorts import check_cohorts
 from tpu_platform.config.checks.hotswap import check_hotswap
 from tpu_platform.config.checks.priorities import check_priorities
 from tpu_platform.config.checks.teams import check_teams
+from tpu_platform.config.loader import name_items
 
 
 def raw_stack(config: dict[str, Any]) -> dict[str, Any]:
@@ -98,7 +99,8 @@ _ENTRY = st.fixed_dictionaries(
     )
 )
 def test_parse_platform_reports_exactly_what_the_checks_return(teams: list[dict[str, Any]]) -> None:
-    """The loader adds nothing and drops nothing: its error is the checks' problems, in order."""
+    """The loader adds nothing and drops nothing: its error is the checks' problems, in order, each
+    ending with the name of the list item it is about."""
     raw = raw_stack({**copy.deepcopy(MINIMAL_STACK), "tpu-platform:teams": teams})
     cfg = PlatformConfig.model_validate(raw)
     lines = check_stack(cfg).lines
@@ -107,7 +109,8 @@ def test_parse_platform_reports_exactly_what_the_checks_return(teams: list[dict[
         return
     with pytest.raises(StackConfigError) as err:
         parse_platform(raw)
-    assert err.value.problems == lines
+    assert err.value.problems == name_items(lines, raw)
+    assert all(p.startswith(line) for p, line in zip(err.value.problems, lines, strict=True))
 
 
 def test_capacity_counts_every_entry_of_a_stack_with_duplicate_names() -> None:

@@ -6,7 +6,7 @@ and Pulumi then deletes and re-creates those resources: for a node pool that mea
 slice (often a reservation) torn down. ``aliases`` carry the old identity over; these
 tests pin today's URNs and show that aliases keep them through a regrouping.
 
-Regenerate the pins (only when a replacement is intended):  python tests/plan/test_urns.py --write
+Regenerate the pins (only when a replacement is intended):  .venv/bin/python tests/plan/test_urns.py --write
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ PROJECT = yaml.safe_load((REPO_ROOT / "Pulumi.yaml").read_text())["name"]
 ROOT_STACK_TYPE = "pulumi:pulumi:Stack"
 # Resources whose replacement destroys capacity or the cluster itself.
 PINNED_TYPES = ("gcp:container/cluster:Cluster", "gcp:container/nodePool:NodePool")
-REGENERATE = "python tests/plan/test_urns.py --write"
+REGENERATE = ".venv/bin/python tests/plan/test_urns.py --write"
 
 
 @dataclass(frozen=True)

@@ -182,6 +182,7 @@ def test_summary_has_teams_section(stack: dict[str, Any]) -> None:
                 "lendableSlices": 2,
             }
         ],
+        "submitTo": ["a/a-queue"],
     }
     assert doc["unassigned"] == [
         {"topology": "4x4", "slices": 1, "chips": 16},
@@ -190,6 +191,7 @@ def test_summary_has_teams_section(stack: dict[str, Any]) -> None:
     text = summary.as_text()
     assert "teams (chips guaranteed / borrowable from the cohort):" in text
     assert "not in any nominal quota: 4x4 x1 (16 chips), 8x8 x2 (128 chips)" in text
+    assert "submit to a/a-queue (namespace/LocalQueue)" in text
 
 
 def test_summary_without_teams_is_unchanged(stack: dict[str, Any]) -> None:

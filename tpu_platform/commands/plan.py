@@ -77,7 +77,9 @@ def run(args: argparse.Namespace) -> int:
             text, summary = render_plan(stack, stacks_dir)
         except StackConfigError as err:
             progress.done()
-            print(f"stack {ref.name}: {err}", file=sys.stderr)
+            for problem in err.problems:
+                where = "" if problem.startswith(str(ref.path)) else f"{ref.path}: "
+                print(f"stack {ref.name}: {where}{problem}", file=sys.stderr)
             return 2
         progress.done()
         target = plans_dir / f"{ref.name}.yaml"
@@ -99,4 +101,8 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
+    if args.check:
+        print(
+            f"{len(stacks)} plan(s) current: {', '.join(resolve_stack(s, stacks_dir).name for s in stacks)}"
+        )
     return 0

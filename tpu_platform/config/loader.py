@@ -5,6 +5,7 @@ Nothing is registered with Pulumi until the stack passes all of them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -39,9 +40,30 @@ def parse_platform(raw: Mapping[str, Any]) -> PlatformConfig:
         lines = explain(err, PlatformConfig)
         if "fleet" in raw:  # the view's cluster and pools repeat what fleet.* already reports
             lines = [line for line in lines if not line.startswith(FLEET_DERIVED_PATHS)] or lines
-        raise StackConfigError(lines) from None
-    check_stack(cfg).raise_if_any()
+        raise StackConfigError(name_items(lines, raw)) from None
+    problems = check_stack(cfg)
+    if problems.items:
+        raise StackConfigError(name_items(problems.lines, raw))
     return cfg
+
+
+NAMED_LISTS = {"teams": "team", "slicePools": "slice pool", "cohorts": "cohort", "priorities": "priority"}
+_ITEM = re.compile(r"^tpu-platform:(" + "|".join(NAMED_LISTS) + r")\[(\d+)\][^:]*: ")
+
+
+def name_items(lines: list[str], raw: Mapping[str, Any]) -> list[str]:
+    """``tpu-platform:teams[1].quota: ...`` ends ``(in team 'applied')``: an author finds an item of a
+    list by its name, not by counting (the path and the message stay as they were)."""
+    out = []
+    for line in lines:
+        match = _ITEM.match(line)
+        items = raw.get(match.group(1)) if match else None
+        index = int(match.group(2)) if match else 0
+        item = items[index] if isinstance(items, list) and index < len(items) else None
+        name = item.get("name") if isinstance(item, Mapping) else None
+        named = match is not None and isinstance(name, str) and bool(name)
+        out.append(f"{line} (in {NAMED_LISTS[match.group(1)]} {name!r})" if match and named else line)
+    return out
 
 
 def stack_keys() -> list[str]:

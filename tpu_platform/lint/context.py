@@ -19,6 +19,7 @@ from pydantic.alias_generators import to_camel
 from .. import catalog
 from ..catalog import SliceShape
 from ..constants import HOTSWAP_OPT_IN_LABEL, HOTSWAP_OPT_IN_VALUE
+from ..yaml_errors import yaml_error_line
 
 HOTSWAP_LABEL = (HOTSWAP_OPT_IN_LABEL, HOTSWAP_OPT_IN_VALUE)
 
@@ -209,10 +210,10 @@ def load_context(path: Path) -> LintContext:
         raise ContextError(f"{path}: {err.strerror or err}") from err
     try:
         data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as err:
-        raise ContextError(
-            f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {err}"
-        ) from err
+    except json.JSONDecodeError as err:
+        raise ContextError(f"{path}:{err.lineno}:{err.colno}: not valid JSON: {err.msg}") from err
+    except yaml.YAMLError as err:
+        raise ContextError(yaml_error_line(err, str(path))) from err
     if not isinstance(data, dict):
         raise ContextError(f"{path}: a context file is a mapping (localQueues, clusterQueues, ...)")
     return context_from_data(data, str(path))

@@ -15,6 +15,7 @@ import yaml
 from ..config import PlatformConfig, StackConfigError, read_stack
 from ..config.decode import pulumi_text, qualified_config
 from ..project import ProjectError, find_project, resolve_stack
+from ..yaml_errors import yaml_error_line
 
 
 def __getattr__(name: str) -> Path:
@@ -71,8 +72,10 @@ def stack_config_from_text(text: str, path: str) -> dict[str, Any]:
     """The ``config:`` map of a stack file's text; ``path`` names it in errors."""
     try:
         doc = yaml.load(text, Loader=StackFileLoader) or {}
-    except (yaml.YAMLError, RecursionError) as err:
-        raise StackConfigError([f"{path}: not valid YAML: {err}"]) from None
+    except yaml.YAMLError as err:
+        raise StackConfigError([yaml_error_line(err, path)]) from None
+    except RecursionError:
+        raise StackConfigError([f"{path}: not valid YAML: nested too deeply"]) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("config", {}), dict):
         raise StackConfigError([f"{path}: a stack file is a mapping with a 'config:' mapping inside"])
     config = doc.get("config") or {}

@@ -24,6 +24,8 @@ from tpu_platform.queueplan import FlavorQuota, queue_plan
 from tpu_platform.sim.model import BLOCKING, RECREATE, RESTART_STRATEGIES, Pool, WorkloadSpec
 from tpu_platform.slices import expand_slices
 
+from ..yaml_errors import yaml_error_line
+
 HOUR = 3600.0
 
 
@@ -145,7 +147,10 @@ _FIELDS: dict[str, type | tuple[type, ...]] = {
 
 def load_workload_file(path: Path, cfg: PlatformConfig) -> list[WorkloadSpec]:
     """``workloads: [{name, priority, topology, team | queue [+ namespace], ...}]`` (docs/benchmarks.md)."""
-    doc = yaml.safe_load(path.read_text())
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        raise ValueError(yaml_error_line(err, str(path))) from None
     items = doc.get("workloads") if isinstance(doc, Mapping) else None
     if not isinstance(items, list) or not items:
         raise ValueError(f"{path}: expected a mapping with a non-empty 'workloads' list")
