@@ -219,8 +219,10 @@ class TpuFleet(pulumi.ComponentResource):
         clusters: list[pulumi.Resource] = []
         for worker in cfg.fleet.workers:
             platform = self.workers[worker.name]
+            gke = platform.cluster
+            assert isinstance(gke, GkeCluster), "fleet workers are GKE clusters (check_workers)"
             token = access[worker.name].token_secret
-            kubeconfig: pulumi.Output[str] = pulumi.Output.all(platform.cluster.server, token.data).apply(
+            kubeconfig: pulumi.Output[str] = pulumi.Output.all(gke.server, token.data).apply(
                 functools.partial(_worker_kubeconfig, worker)
             )
             secret = k8s.core.v1.Secret(

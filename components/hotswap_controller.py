@@ -48,6 +48,8 @@ class HotswapControllerArgs:
     """The cluster's project: where the Google service account and its role live (corroboration)."""
     cluster_name: str = ""
     """Names the Google service account and role, so two clusters of a project never share them."""
+    managed_prometheus: bool = True
+    """Whether the cluster runs Google Managed Prometheus (its PodMonitoring CRD)."""
     teams: Mapping[str, Sequence[str]] = field(default_factory=dict)
     """Each team's namespaces: the controller counts a team as one tenant."""
 
@@ -284,7 +286,7 @@ class HotswapController(pulumi.ComponentResource):
             },
             opts=in_ns,
         )
-        if cfg.pod_monitoring:
+        if cfg.pod_monitoring and args.managed_prometheus:
             KubeObject(
                 f"{name}-podmonitoring",
                 {

@@ -59,8 +59,12 @@ class Monitoring(pulumi.ComponentResource):
         k8s_opts = pulumi.ResourceOptions(
             parent=self, provider=args.provider, depends_on=list(args.kueue_ready)
         )
+        gmp = cfg.managed_prometheus  # PodMonitoring and Rules need GMP's CRDs on the cluster
+        google = cfg.cluster.mode != "kubeconfig"  # Cloud Monitoring objects are Google resources
         targets = [
-            t for t, on in ((scrape.KUEUE, mon.kueue_metrics), (scrape.JOBSET, mon.jobset_metrics)) if on
+            t
+            for t, on in ((scrape.KUEUE, mon.kueue_metrics), (scrape.JOBSET, mon.jobset_metrics))
+            if on and gmp
         ]
         if targets:
             reader = _typed(
@@ -68,7 +72,7 @@ class Monitoring(pulumi.ComponentResource):
             )
             for target in targets:
                 self._scrape(f"{name}-{target.name}", target, reader, k8s_opts)
-        for obj in alerts.rules_objects(cfg):
+        for obj in alerts.rules_objects(cfg) if gmp else []:
             deps = list(args.kueue_ready) + (
                 list(args.hotswap) if obj["metadata"]["name"].endswith("hotswap") else []
             )
@@ -79,7 +83,8 @@ class Monitoring(pulumi.ComponentResource):
             )
         gcp_opts = pulumi.ResourceOptions(parent=self)
         channels = [
-            self._channel(f"{name}-channel-{c.name}", cfg, c, gcp_opts) for c in mon.notification_channels
+            self._channel(f"{name}-channel-{c.name}", cfg, c, gcp_opts)
+            for c in (mon.notification_channels if google else [])
         ]
         if channels:
             for rule in alerts.cloud_rules(cfg):
@@ -115,7 +120,7 @@ class Monitoring(pulumi.ComponentResource):
                     notification_channels=[c.id for c in channels],
                     opts=gcp_opts,
                 )
-        if mon.dashboard and dashboard.charts(cfg):
+        if google and mon.dashboard and dashboard.charts(cfg):
             gcp.monitoring.Dashboard(
                 f"{name}-dashboard",
                 project=cfg.project,

@@ -14,6 +14,7 @@ from tpu_platform.network_policies import platform_namespaces
 from tpu_platform.slices import SliceSpec, expand_slices
 
 from .cloud_nat import CloudNat, CloudNatArgs
+from .existing_cluster import ExistingCluster
 from .gke_cluster import GkeCluster, GkeClusterArgs
 from .hotswap_controller import HotswapController, HotswapControllerArgs
 from .hotswap_image import HotswapImage, HotswapImageArgs
@@ -39,7 +40,7 @@ class TpuPlatformArgs:
 class TpuPlatform(pulumi.ComponentResource):
     """Cluster, TPU slice pools and everything in-cluster, wired in dependency order."""
 
-    cluster: GkeCluster
+    cluster: GkeCluster | ExistingCluster
     slice_pools: list[TpuSlicePool]
     slices: list[SliceSpec]
     kueue: KueueInstall
@@ -59,34 +60,25 @@ class TpuPlatform(pulumi.ComponentResource):
                 opts=child,
             ).ready
         self.services = services
-        self.cluster = GkeCluster(
-            f"{name}-cluster",
-            GkeClusterArgs(
-                project=cfg.project,
-                location=cfg.cluster_location,
-                system_zone=cfg.zone,
-                cluster=cfg.cluster,
-                depends_on=services,
-                k8s_tokens_via_dns=args.fleet_worker,
-            ),
-            opts=child,
-        )
-        network_ready = self._private_network(name, cfg, services, child)
-        self.slices = expand_slices(cfg)
-        self.slice_pools = [
-            TpuSlicePool(
-                f"{name}-{group}",
-                TpuSlicePoolArgs(
+        if cfg.cluster.mode == "kubeconfig":
+            # The Kubernetes half alone: the slices are the cluster's existing node pools.
+            self.cluster = ExistingCluster(f"{name}-cluster", cfg.cluster, opts=child)
+        else:
+            self.cluster = GkeCluster(
+                f"{name}-cluster",
+                GkeClusterArgs(
                     project=cfg.project,
-                    cluster_name=self.cluster.name,
-                    cluster_location=self.cluster.location,
-                    slices=list(specs),
-                    node_service_account=self.cluster.node_service_account,
+                    location=cfg.cluster_location,
+                    system_zone=cfg.zone,
+                    cluster=cfg.cluster,
+                    depends_on=services,
+                    k8s_tokens_via_dns=args.fleet_worker,
                 ),
                 opts=child,
             )
-            for group, specs in groupby(self.slices, key=lambda spec: spec.group)
-        ]
+        network_ready = self._private_network(name, cfg, services, child)
+        self.slices = expand_slices(cfg)
+        self.slice_pools = self._slice_pools(name, cfg, child)
         # In-cluster: JobSet and Kueue (after the system pool exists to run them), then every
         # Kueue object once its CRDs and webhooks are ready (``self.kueue.ready``).
         provider = self.cluster.provider
@@ -139,6 +131,29 @@ class TpuPlatform(pulumi.ComponentResource):
                 "slicePools": [spec.pool_name for spec in self.slices],
             }
         )
+
+    def _slice_pools(
+        self, name: str, cfg: PlatformConfig, child: pulumi.ResourceOptions
+    ) -> list[TpuSlicePool]:
+        """One node pool per slice group on a GKE cluster; none on a kubeconfig cluster, whose
+        ``slicePools`` describe the node pools it already has."""
+        cluster = self.cluster
+        if not isinstance(cluster, GkeCluster):
+            return []
+        return [
+            TpuSlicePool(
+                f"{name}-{group}",
+                TpuSlicePoolArgs(
+                    project=cfg.project,
+                    cluster_name=cluster.name,
+                    cluster_location=cluster.location,
+                    slices=list(specs),
+                    node_service_account=cluster.node_service_account,
+                ),
+                opts=child,
+            )
+            for group, specs in groupby(self.slices, key=lambda spec: spec.group)
+        ]
 
     def _private_network(
         self, name: str, cfg: PlatformConfig, services: list[pulumi.Resource], child: pulumi.ResourceOptions
@@ -221,6 +236,7 @@ class TpuPlatform(pulumi.ComponentResource):
                 project=cfg.project,
                 cluster_name=cfg.cluster.name,
                 teams=cfg.team_namespaces(),
+                managed_prometheus=cfg.managed_prometheus,
             ),
             opts=child,
         )

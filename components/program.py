@@ -10,6 +10,7 @@ from tpu_platform.config.checks import stack_warnings
 from tpu_platform.summary import summarize
 
 from .fleet import TpuFleet, TpuFleetArgs
+from .gke_cluster import GkeCluster
 from .platform import TpuPlatform, TpuPlatformArgs
 
 PLATFORM_NAME = "tpu"
@@ -40,15 +41,13 @@ def fleet_program(cfg: PlatformConfig) -> TpuFleet:
     pulumi.export("kubeconfig", fleet.manager.kubeconfig)
     pulumi.export("controlPlaneAccess", cfg.cluster.access)
     pulumi.export("controlPlaneServer", fleet.manager.server.apply(lambda host: f"https://{host}"))
+    workers = {name: platform.cluster for name, platform in fleet.workers.items()}
     pulumi.export(
         "workers",
         {
-            name: {
-                "clusterName": platform.cluster.name,
-                "clusterLocation": platform.cluster.location,
-                "kubeconfig": platform.cluster.kubeconfig,
-            }
-            for name, platform in fleet.workers.items()
+            name: {"clusterName": gke.name, "clusterLocation": gke.location, "kubeconfig": gke.kubeconfig}
+            for name, gke in workers.items()
+            if isinstance(gke, GkeCluster)  # always: a fleet's workers are created (check_workers)
         },
     )
     pulumi.export("summary", summarize(cfg).as_dict())
@@ -63,10 +62,14 @@ def stack_program() -> TpuPlatform | TpuFleet:
     if cfg.fleet is not None:
         return fleet_program(cfg)
     platform = TpuPlatform(PLATFORM_NAME, TpuPlatformArgs(config=cfg))
-    pulumi.export("clusterName", platform.cluster.name)
-    pulumi.export("clusterLocation", platform.cluster.location)
-    pulumi.export("kubeconfig", platform.cluster.kubeconfig)
-    pulumi.export("controlPlaneAccess", cfg.cluster.access)
-    pulumi.export("controlPlaneServer", platform.cluster.server.apply(lambda host: f"https://{host}"))
+    cluster = platform.cluster
+    pulumi.export("clusterName", cluster.name)
+    if isinstance(cluster, GkeCluster):
+        pulumi.export("clusterLocation", cluster.location)
+        pulumi.export("kubeconfig", cluster.kubeconfig)
+        pulumi.export("controlPlaneAccess", cfg.cluster.access)
+        pulumi.export("controlPlaneServer", cluster.server.apply(lambda host: f"https://{host}"))
+    else:  # the user's own kubeconfig: nothing to hand out but which context the stack used
+        pulumi.export("kubeconfigContext", cfg.cluster.context or "(current context)")
     pulumi.export("summary", summarize(cfg).as_dict())
     return platform

@@ -65,6 +65,9 @@ LABEL_SLICE_GROUP: Final = f"{DOMAIN}/slice-group"
 LABEL_TEAM: Final = f"{DOMAIN}/team"
 LABEL_CAPACITY: Final = f"{DOMAIN}/capacity"
 OVERCOMMIT_ANNOTATION: Final = f"{DOMAIN}/tpu-overcommit"
+EXISTING_CHIPS_ANNOTATION: Final = f"{DOMAIN}/existing-tpu-chips"
+"""On a ResourceFlavor of a ``cluster.mode: kubeconfig`` stack: the chips of the cluster's existing
+node pools of its shape, as the stack's ``slicePools`` declare them (no node pool is in the program)."""
 HOTSWAP_OPT_IN_LABEL: Final = _controller.OPT_IN_LABEL
 HOTSWAP_OPT_IN_VALUE: Final = _controller.OPT_IN_VALUE
 HOTSWAP_REPORTING_CONTROLLER: Final = _controller.REPORTING_CONTROLLER

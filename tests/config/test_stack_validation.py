@@ -189,7 +189,7 @@ def test_adopt_rejects_creation_settings(stack: dict[str, Any]) -> None:
     stack["tpu-platform:cluster"] = {"name": "existing", "mode": "adopt", "releaseChannel": "STABLE"}
     message = only_problem(stack)
     assert message.startswith("tpu-platform:cluster.releaseChannel:")
-    assert "remove it when adopting" in message
+    assert "remove it with mode: adopt" in message
 
 
 def test_label_values_checked(stack: dict[str, Any]) -> None:

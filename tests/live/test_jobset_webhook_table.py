@@ -68,7 +68,7 @@ STACK = "dev"
 # Error rules whose finding says the API server (schema, decoding) or JobSet's webhook refuses the object.
 ADMISSION_RULES = frozenset(
     {"yaml-value", "jobset-schema", "object-schema", "api-version", "unknown-field", "count-invalid"}
-    | {"jobset-webhook"}
+    | {"jobset-webhook", "kueue-webhook"}
 )
 # Error rules about what happens to an admitted JobSet (Kueue, the scheduler, the pods, the Jobs it
 # creates), or about Kueue objects: not part of a create's verdict.
@@ -78,6 +78,7 @@ NOT_ADMISSION_RULES = frozenset(
     | {"queue-resources", "queue-flavor-shape", "workload-priority-unknown", "pod-priority-unknown"}
     | {"tpu-node-selector", "tpu-accelerator", "tpu-topology", "tpu-chips", "tpu-pods-per-slice"}
     | {"tpu-capacity", "exclusive-placement", "pod-failure-policy-restart-policy", "container-image"}
+    | {"queue-never-admitted"}
 )
 # About the input as a whole (or the CRDs missing): none may come up for these rows.
 INPUT_RULES = frozenset({"input-empty", "input-binary", "yaml-invalid", "not-a-manifest", "crds-unavailable"})

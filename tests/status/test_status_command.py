@@ -279,4 +279,4 @@ def test_without_the_client_the_error_names_the_extra(monkeypatch: pytest.Monkey
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "kubernetes", None)
     assert cli.main(["status"]) == 2
-    assert "pip install 'tpu-platform[controller]'" in capsys.readouterr().err
+    assert "pip install 'tpu-platform[status]'" in capsys.readouterr().err

@@ -41,12 +41,24 @@ class ClusterConfig(StackModel):
     VPC-native networking, Dataplane V2, managed Prometheus, a system pool).
     ``mode: adopt`` uses an existing cluster by ``name`` and ``location``: only TPU pools
     and in-cluster objects are created, the cluster itself is never touched.
+    ``mode: kubeconfig`` runs the platform's Kubernetes half on any existing cluster reached through
+    a kubeconfig file and context (xpk, Cluster Toolkit, a cluster from Terraform, a local control
+    plane): Kueue, JobSet, priorities, queues, the controller and its policies; no Google resource
+    and no Google API call. ``slicePools`` then describe the cluster's existing TPU node pools.
     """
 
-    mode: Literal["create", "adopt"] = "create"
+    mode: Literal["create", "adopt", "kubeconfig"] = "create"
     name: str
     location: str | None = Field(
         None, description="Region (regional control plane) or zone; defaults to gcp:region."
+    )
+    kubeconfig: str | None = Field(
+        None,
+        description="mode: kubeconfig only: the kubeconfig file (default: $KUBECONFIG, else "
+        "~/.kube/config, as the Kubernetes provider reads it).",
+    )
+    context: str | None = Field(
+        None, description="mode: kubeconfig only: the kubeconfig context (default: its current context)."
     )
     release_channel: Literal["RAPID", "REGULAR", "STABLE"] | None = None
     min_master_version: str | None = None

@@ -64,6 +64,12 @@ class NotificationChannelConfig(StackModel):
 class MonitoringConfig(StackModel):
     """Metrics collection, alerting and the dashboard; on by default."""
 
+    managed_prometheus: bool | None = Field(
+        None,
+        description="Google Managed Prometheus objects (PodMonitoring, Rules) and the metrics scrape "
+        "tokens. Default: on, except with cluster.mode: kubeconfig, where the cluster may not run GMP "
+        "(its monitoring.googleapis.com CRDs).",
+    )
     kueue_metrics: bool = Field(True, description="A PodMonitoring (and its scrape token) for Kueue.")
     jobset_metrics: bool = Field(True, description="A PodMonitoring (and its scrape token) for JobSet.")
     alert_rules: bool = Field(True, description="GMP Rules for Kueue and the controller.")

@@ -86,6 +86,14 @@ class PlatformConfig(StackModel):
         return self.hotswap.controller_settings(self.team_namespaces())
 
     @property
+    def managed_prometheus(self) -> bool:
+        """Whether the stack renders GMP objects: as the monitoring section says, else everywhere but
+        on a cluster reached only through a kubeconfig."""
+        if self.monitoring.managed_prometheus is not None:
+            return self.monitoring.managed_prometheus
+        return self.cluster.mode != "kubeconfig"
+
+    @property
     def cluster_location(self) -> str:
         """Where the control plane lives: the configured location, else the region."""
         return self.cluster.location or self.region

@@ -22,6 +22,7 @@ from typing import Any
 from .. import catalog
 from ..config import CohortConfig, NamespaceConfig, PlatformConfig, PriorityConfig, TeamConfig
 from ..constants import (
+    EXISTING_CHIPS_ANNOTATION,
     LABEL_INSTANCE_TYPE,
     LABEL_MANAGED_BY,
     LABEL_NAMESPACE_NAME,
@@ -82,11 +83,16 @@ def flavors(cfg: PlatformConfig, plan: QueuePlan | None = None) -> list[Flavor]:
     return [Flavor(f.name, f.shape, f.slices, flavor_node_labels(f.shape)) for f in plan.flavors]
 
 
-def resource_flavor(flavor: Flavor) -> dict[str, Any]:
+def resource_flavor(flavor: Flavor, *, existing_pools: bool = False) -> dict[str, Any]:
+    """``existing_pools``: the node pools are not the stack's (kubeconfig mode), so the flavor says
+    how many chips the stack declares behind it, for the policy pack's capacity check."""
+    metadata = _metadata(flavor.name)
+    if existing_pools:
+        metadata["annotations"] = {EXISTING_CHIPS_ANNOTATION: str(flavor.chips)}
     return {
         "apiVersion": KUEUE_API,
         "kind": "ResourceFlavor",
-        "metadata": _metadata(flavor.name),
+        "metadata": metadata,
         "spec": {"nodeLabels": dict(flavor.node_labels)},
     }
 
@@ -252,7 +258,9 @@ def queue_objects(cfg: PlatformConfig) -> QueueObjects:
     namespaces = [namespace(team, ns) for team in cfg.teams for ns in team.namespace_list() if ns.created]
     return QueueObjects(
         namespaces=namespaces,
-        resource_flavors=[resource_flavor(f) for f in flavors(cfg, plan)],
+        resource_flavors=[
+            resource_flavor(f, existing_pools=cfg.cluster.mode == "kubeconfig") for f in flavors(cfg, plan)
+        ],
         cohorts=[cohort(cfg, c, plan) for c in cfg.cohorts],
         cluster_queues={
             team.name: with_admission_checks(cfg, cluster_queue(cfg, team, plan)) for team in cfg.teams

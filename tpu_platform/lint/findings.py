@@ -63,6 +63,7 @@ _RULES = (
     Rule("queue-quota-together", "warning", "JobSets of one run need more than their queue can ever lend"),
     Rule("kind-not-linted", "info", "a kind the linter has no rules for; only its schema is checked"),
     Rule("jobset-webhook", "error", "JobSet's admission webhook rejects the JobSet"),
+    Rule("kueue-webhook", "error", "Kueue's JobSet webhook rejects the JobSet"),
     Rule(
         "queue-label-missing", "error", "no kueue.x-k8s.io/queue-name label: Kueue does not manage the JobSet"
     ),

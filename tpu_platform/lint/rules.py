@@ -25,6 +25,7 @@ from .context import LintContext, QueueTarget
 from .findings import Finding, finding
 from .jobset import JobSetView, ReplicatedJob, as_dict, as_list, whole_number
 from .jobset_webhook import webhook_rules
+from .kueue_webhook import kueue_webhook_rules
 
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
 
@@ -634,8 +635,15 @@ def pod_rules(js: JobSetView, ctx: LintContext) -> Iterator[Finding]:
 ShapeRule = Callable[[JobSetView, LintContext, dict[int, SliceShape]], Iterator[Finding]]
 PlainRule = Callable[[JobSetView, LintContext], Iterator[Finding]]
 
+
+def kueue_admission_rules(js: JobSetView, ctx: LintContext) -> Iterator[Finding]:
+    """Kueue's JobSet webhook (it validates every JobSet, queued or not)."""
+    return kueue_webhook_rules(js)
+
+
 PLAIN_RULES: tuple[PlainRule, ...] = (
     webhook_rules,
+    kueue_admission_rules,
     queue_rules,
     template_label_rules,
     priority_rules,

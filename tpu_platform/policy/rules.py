@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..constants import (
+    EXISTING_CHIPS_ANNOTATION,
     LABEL_ACCELERATOR,
     LABEL_APP_NAME,
     LABEL_INSTANCE_TYPE,
@@ -311,6 +312,12 @@ def _tpu_quotas(stack: Stack) -> tuple[Claims[tuple[str, str], Resource], list[V
     return quotas, problems
 
 
+def existing_chips(flavor: Resource) -> int | None:
+    """The chips a kubeconfig-mode stack declares behind a flavor (``EXISTING_CHIPS_ANNOTATION``)."""
+    value = (flavor.get("metadata", "annotations") or {}).get(EXISTING_CHIPS_ANNOTATION)
+    return int(value) if isinstance(value, str) and value.isdigit() else None
+
+
 def check_tpu_quota(stack: Stack, config: Config) -> list[Violation]:
     """Per flavor, the TPU quota Kueue may admit fits the chips of the node pools it selects.
 
@@ -356,9 +363,12 @@ def check_tpu_quota(stack: Stack, config: Config) -> list[Violation]:
         if any(c is None for c in chips):
             continue
         capacity = sum(c for c in chips if c is not None)
+        names = ", ".join(sorted(str(pool_name(p)) for p in matched)) or "none"
+        declared = existing_chips(flavor)
+        if not matched and declared is not None:  # kubeconfig mode: the cluster's own pools
+            capacity, names = declared, "the cluster's existing node pools, as the stack declares them"
         if total <= capacity:
             continue
-        names = ", ".join(sorted(str(pool_name(p)) for p in matched)) or "none"
         violations.append(
             Violation(
                 "tpu-quota-within-capacity",

@@ -17,6 +17,7 @@ from .cluster import check_cluster, check_maintenance, check_network
 from .cohorts import check_cohorts
 from .fleet import check_fleet_access, check_fleet_collisions, check_fleet_names, check_workers
 from .hotswap import check_hotswap
+from .kubeconfig_mode import check_kubeconfig_mode
 from .kueue import check_kueue
 from .locations import check_locations
 from .monitoring import check_monitoring
@@ -30,6 +31,7 @@ Check = Callable[[PlatformConfig], Problems]
 CHECKS: tuple[Check, ...] = (
     check_locations,
     check_cluster,
+    check_kubeconfig_mode,
     check_network,
     check_maintenance,
     check_pools,
@@ -47,6 +49,7 @@ CHECKS: tuple[Check, ...] = (
 # each worker's, checked with the worker).
 MANAGER_CHECKS: tuple[Check, ...] = (
     check_cluster,
+    check_kubeconfig_mode,
     check_network,
     check_maintenance,
     check_priorities,

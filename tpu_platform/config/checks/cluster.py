@@ -22,12 +22,29 @@ def check_cluster(cfg: PlatformConfig) -> Problems:
     """Creation-only keys on an adopted cluster, TPU-capable GKE versions, IPv4 CIDRs."""
     problems = Problems()
     cluster = cfg.cluster
-    if cluster.mode == "adopt":
+    if cluster.mode in ("adopt", "kubeconfig"):
         for key in cluster.creation_only_fields_set():
             problems.add(
                 ("cluster", key),
                 "only applies when the platform creates the cluster (mode: create); "
-                "remove it when adopting an existing cluster",
+                f"remove it with mode: {cluster.mode}",
+            )
+    if cluster.mode == "kubeconfig":
+        for key, value in (
+            ("location", cluster.location),
+            ("controlPlaneAccess", cluster.control_plane_access),
+        ):
+            if value is not None:
+                problems.add(
+                    ("cluster", key),
+                    "mode: kubeconfig reaches the cluster through its kubeconfig and context; remove it",
+                )
+    for key, value in (("kubeconfig", cluster.kubeconfig), ("context", cluster.context)):
+        if value is not None and cluster.mode != "kubeconfig":
+            problems.add(
+                ("cluster", key),
+                "only applies with mode: kubeconfig; remove it, or set mode: kubeconfig to run only the "
+                "Kubernetes half on an existing cluster",
             )
     if cluster.min_master_version:
         check_tpu_version(("cluster", "minMasterVersion"), cluster.min_master_version, problems)
@@ -79,7 +96,7 @@ def check_network(cfg: PlatformConfig) -> Problems:
             "or CI runner times out on every Kubernetes object; set controlPlaneAccess: dns (GKE's "
             "IAM-authorized DNS endpoint) or add the runner's public CIDR",
         )
-    if cluster.mode == "adopt":
+    if cluster.mode != "create":
         return problems
     nat = cluster.nat
     if cluster.private_nodes and cluster.nat_mode() == "none":

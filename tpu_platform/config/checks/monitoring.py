@@ -16,7 +16,7 @@ def check_monitoring(cfg: PlatformConfig) -> Problems:
     """Alert rules need the metrics they read; channel addresses match their type; names are unique."""
     problems = Problems()
     mon = cfg.monitoring
-    if mon.alert_rules and cfg.hotswap.enabled and not cfg.hotswap.pod_monitoring:
+    if mon.alert_rules and cfg.managed_prometheus and cfg.hotswap.enabled and not cfg.hotswap.pod_monitoring:
         problems.add(
             ("monitoring", "alertRules"),
             "the controller's alerts read its hotswap_* metrics, which only hotswap.podMonitoring: true "
