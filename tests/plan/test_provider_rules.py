@@ -171,3 +171,76 @@ def test_a_package_level_schema_map_does_not_nest_the_fields_after_it() -> None:
     """The derivation once filed ``nodeConfigDefaults.loggingVariant`` under ``displayName``."""
     assert set(schema_facts(VAR_BLOCK)) == {"node_config_defaults.logging_variant"}
     assert "nodeConfigDefaults.loggingVariant" in load()["resources"][CLUSTER]
+
+
+ONE_OF_SOURCE = """var (
+	addonsConfigKeys = []string{
+		"addons_config.0.http_load_balancing",
+		"addons_config.0.dns_cache_config",
+	}
+)
+
+func resourceContainerCluster() *schema.Resource {
+	return &schema.Resource{
+		Schema: map[string]*schema.Schema{
+			"addons_config": {
+				Elem: &schema.Resource{
+					Schema: map[string]*schema.Schema{
+						"http_load_balancing": {
+							AtLeastOneOf: addonsConfigKeys,
+						},
+						"dns_cache_config": {
+							AtLeastOneOf: addonsConfigKeys,
+						},
+					},
+				},
+			},
+			"maintenance_policy": {
+				Elem: &schema.Resource{
+					Schema: map[string]*schema.Schema{
+						"daily_maintenance_window": {
+							ExactlyOneOf: []string{
+								"maintenance_policy.0.daily_maintenance_window",
+								"maintenance_policy.0.recurring_window",
+							},
+						},
+					},
+				},
+			},
+		},
+	}
+}
+"""
+
+
+def test_one_of_groups_are_read_through_package_level_key_lists_and_checked_on_present_blocks() -> None:
+    facts = schema_facts(ONE_OF_SOURCE)
+    assert facts["addons_config.http_load_balancing"]["at_least_one_of"] == [
+        "addons_config.0.http_load_balancing",
+        "addons_config.0.dns_cache_config",
+    ]
+    rules = {
+        "tag": "vX",
+        "resources": {
+            CLUSTER: {
+                "addonsConfig.httpLoadBalancing": facts["addons_config.http_load_balancing"],
+                "maintenancePolicy.dailyMaintenanceWindow": facts[
+                    "maintenance_policy.daily_maintenance_window"
+                ],
+            }
+        },
+    }
+    empty_block = {"type": CLUSTER, "name": "c", "inputs": {"addonsConfig": {}}}
+    assert violations([empty_block], rules) == [
+        "c: at least one of addonsConfig.dnsCacheConfig, addonsConfig.httpLoadBalancing must be set, 0 are "
+        "(terraform-provider-google vX AtLeastOneOf)"
+    ]
+    assert violations([{"type": CLUSTER, "name": "c", "inputs": {}}], rules) == [], "no block, no check"
+    both = {
+        "maintenancePolicy": {"dailyMaintenanceWindow": {"startTime": "03:00"}, "recurringWindow": {"x": 1}}
+    }
+    (line,) = violations([{"type": CLUSTER, "name": "c", "inputs": both}], rules)
+    assert (
+        "exactly one of maintenancePolicy.dailyMaintenanceWindow, maintenancePolicy.recurringWindow" in line
+    )
+    assert "2 are" in line

@@ -2,8 +2,11 @@
 
 pulumi-gcp bridges Terraform's Google provider, whose SDKv2 schema validates each field before
 ``pulumi preview`` reaches Google: ``ValidateFunc: validation.StringInSlice([]string{...}, ignoreCase)``
-(an enum) and ``ConflictsWith: []string{...}`` (fields that cannot be set together). As
-:mod:`tpu_platform.plan.force_new` reads ``ForceNew``, this module reads both from the Go schema
+(an enum), ``ConflictsWith: []string{...}`` (fields that cannot be set together), and
+``AtLeastOneOf`` / ``ExactlyOneOf`` (groups of a set block of which at least / exactly one must be
+set, often a package-level key list such as ``addonsConfigKeys``; the container schema at v7.44.0
+has no ``RequiredWith``). As :mod:`tpu_platform.plan.force_new` reads ``ForceNew``, this module
+reads them from the Go schema
 literals of hashicorp/terraform-provider-google (``google/services/container/``) at the pinned tag and
 writes them as package data (``data/provider_rules.json``, with each source file's sha256):
 
@@ -38,6 +41,15 @@ CLUSTER = "gcp:container/cluster:Cluster"
 _FUNC = re.compile(r"^func (schema[A-Za-z]+)\(\) \*schema\.Schema \{")
 _ENUM = re.compile(r"StringInSlice\(\[\]string\{([^}]*)\},\s*(true|false)\)")
 _CONFLICTS = re.compile(r"ConflictsWith:\s*\[\]string\{([^}]*)\}")
+_ONE_OF = re.compile(r"(AtLeastOneOf|ExactlyOneOf):\s*(?:\[\]string\{([^}]*)\}|(\w+))")
+_KEY_LIST = re.compile(r"^\t(\w+)\s*=\s*\[\]string\{([^}]*)\}", re.M)
+_MULTILINE = (
+    "StringInSlice([]string{",
+    "ConflictsWith: []string{",
+    "AtLeastOneOf: []string{",
+    "ExactlyOneOf: []string{",
+)
+ONE_OF_KEYS = {"AtLeastOneOf": "at_least_one_of", "ExactlyOneOf": "exactly_one_of"}
 _STRING = re.compile(r'"([^"]*)"')
 
 Facts = dict[str, dict[str, Any]]
@@ -54,30 +66,46 @@ def _statements(lines: Iterable[str]) -> Iterator[str]:
                 yield pending
                 pending = ""
             continue
-        if ("StringInSlice([]string{" in line or "ConflictsWith: []string{" in line) and "}" not in line:
+        if any(opening in line for opening in _MULTILINE) and "}" not in line:
             pending = line
             continue
         yield line
 
 
-def schema_facts(source: str, helpers: Mapping[str, Facts] | None = None) -> Facts:
-    """Every field's enum and conflicts, by dotted snake_case path (gofmt's tab nesting, as
-    :func:`~tpu_platform.plan.force_new.force_new_fields`); a field defined by a helper call takes
-    the helper's facts under its name."""
+def key_lists(source: str) -> dict[str, list[str]]:
+    """Package-level ``name = []string{...}`` lists (``addonsConfigKeys``), which ``AtLeastOneOf``
+    and ``ExactlyOneOf`` name instead of listing keys inline."""
+    return {m.group(1): _STRING.findall(m.group(2)) for m in _KEY_LIST.finditer(source)}
+
+
+def schema_facts(
+    source: str, helpers: Mapping[str, Facts] | None = None, lists: Mapping[str, list[str]] | None = None
+) -> Facts:
+    """Every field's enum, conflicts and one-of groups, by dotted snake_case path (gofmt's tab
+    nesting, as :func:`~tpu_platform.plan.force_new.force_new_fields`); a field defined by a helper
+    call takes the helper's facts under its name."""
     helpers = helpers or {}
+    lists = {**key_lists(source), **(lists or {})}
     out: Facts = {}
     for path, line, helper in walk_schema(_statements(source.splitlines())):
         if helper is not None:
             for sub, facts in helpers.get(helper, {}).items():
                 out.setdefault(f"{path}.{sub}" if sub else path, {}).update(facts)
         elif path:
-            _facts_of(line, out.setdefault(path, {}))
+            _facts_of(line, out.setdefault(path, {}), lists)
             if not out[path]:
                 del out[path]
     return out
 
 
-def _facts_of(line: str, into: dict[str, Any]) -> None:
+def _facts_of(line: str, into: dict[str, Any], lists: Mapping[str, list[str]] | None = None) -> None:
+    one_of = _ONE_OF.search(line)
+    if one_of:
+        keys = _STRING.findall(one_of.group(2)) if one_of.group(2) is not None else None
+        if keys is None:
+            keys = list((lists or {}).get(one_of.group(3) or "", []))
+        if keys:
+            into[ONE_OF_KEYS[one_of.group(1)]] = keys
     enum = _ENUM.search(line)
     if enum:
         into["enum"] = _STRING.findall(enum.group(1))
@@ -103,13 +131,14 @@ def helper_facts(source: str) -> dict[str, Facts]:
                 current = None
             else:
                 bodies[current].append(line)
+    lists = key_lists(source)
     out: dict[str, Facts] = {}
     for name, body in bodies.items():
         own: dict[str, Any] = {}
         for line in _statements(body):
             if re.match(r"^\t\t[A-Z]", line):
-                _facts_of(line, own)
-        facts = schema_facts("\n".join(body))
+                _facts_of(line, own, lists)
+        facts = schema_facts("\n".join(body), lists=lists)
         if own:
             facts[""] = own
         out[name] = facts
@@ -178,6 +207,29 @@ def plural_free(path: str) -> str:
     return ".".join(_singular(part) for part in path.split("."))
 
 
+def _one_of(name: object, path: str, facts: Mapping[str, Any], present: set[str], tag: str) -> list[str]:
+    """``AtLeastOneOf`` / ``ExactlyOneOf`` of a field whose block is set: the SDK checks each field
+    of a present block (hashicorp/terraform-plugin-sdk v2.38.1 ``helper/schema/schema.go``,
+    ``validateAtLeastOneAttribute`` and ``validateExactlyOneAttribute``: the group is the listed keys
+    and the field itself)."""
+    out = []
+    for key, words, validator in (
+        ("at_least_one_of", "at least one", "AtLeastOneOf"),
+        ("exactly_one_of", "exactly one", "ExactlyOneOf"),
+    ):
+        refs = facts.get(key)
+        if not refs:
+            continue
+        group = sorted({_conflict_path(ref) for ref in refs} | {path})
+        count = sum(plural_free(p) in present for p in group)
+        if (key == "at_least_one_of" and count == 0) or (key == "exactly_one_of" and count != 1):
+            out.append(
+                f"{name}: {words} of {', '.join(group)} must be set, {count} are "
+                f"(terraform-provider-google {tag} {validator})"
+            )
+    return out
+
+
 def violations(resources_: Iterable[Mapping[str, Any]], rules: Mapping[str, Any] | None = None) -> list[str]:
     """One line per input of a plan's resources that the provider's own validation would reject."""
     data = rules if rules is not None else load()
@@ -212,6 +264,14 @@ def violations(resources_: Iterable[Mapping[str, Any]], rules: Mapping[str, Any]
                         f"{res.get('name')}: {path} and {other} cannot both be set "
                         f"(terraform-provider-google {tag} ConflictsWith)"
                     )
+        found: list[str] = []
+        for path, facts in sorted(by_path.items()):
+            parent = path.rpartition(".")[0]
+            if not parent or parent in present:  # the SDK validates the fields of a block that is set
+                found += [
+                    line for line in _one_of(res.get("name"), path, facts, present, tag) if line not in found
+                ]
+        out += found
     return out
 
 
