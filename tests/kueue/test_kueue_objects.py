@@ -256,8 +256,8 @@ def test_queue_directory(cfg: PlatformConfig) -> None:
 
 
 def test_overcommit_is_declared_on_cluster_queues(stack: dict[str, Any]) -> None:
+    from tpu_platform.constants import OVERCOMMIT_ANNOTATION
     from tpu_platform.kueue.objects import cluster_queue
-    from tpu_platform.policy.rules import OVERCOMMIT_ANNOTATION
 
     stack["tpu-platform:teams"] = [{"name": "a", "quota": [{"topology": "4x4", "slices": 2}]}]
     cfg = parse_stack_config(stack)

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from tpu_platform.policy import UNKNOWN, Resource, Stack, evaluate
+from tpu_platform.constants import OVERCOMMIT_ANNOTATION
+from tpu_platform.policy import UNKNOWN, Resource, Stack, evaluate, kueue_rules, pools
 from tpu_platform.policy import rules as r
 
 URN = "urn:pulumi:dev::tpu-platform::"
@@ -118,13 +119,15 @@ def test_children_of_the_install_count_as_the_install() -> None:
 
 def test_the_install_is_found_by_chart_or_by_name() -> None:
     by_name = res(CHART, "tpu-kueue-kueue")
-    assert r.install_identity(by_name) == "kueue"
-    assert r.install_identity(res(CHART, "tpu-kueue-jobset")) == "jobset"
+    assert kueue_rules.install_identity(by_name) == "kueue"
+    assert kueue_rules.install_identity(res(CHART, "tpu-kueue-jobset")) == "jobset"
     assert (
-        r.install_identity(res(CHART, "deps", {"chart": "oci://registry.k8s.io/jobset/charts/jobset"}))
+        kueue_rules.install_identity(
+            res(CHART, "deps", {"chart": "oci://registry.k8s.io/jobset/charts/jobset"})
+        )
         == "jobset"
     )
-    assert r.install_identity(res("kubernetes:core/v1:Namespace", "kueue-system")) is None
+    assert kueue_rules.install_identity(res("kubernetes:core/v1:Namespace", "kueue-system")) is None
     assert messages([by_name, flavor(deps=(by_name,))], "kueue-after-install") == []
 
 
@@ -181,7 +184,7 @@ def test_quotas_beyond_the_pools_chips_are_reported_with_the_numbers() -> None:
 
 
 def test_an_overcommit_annotation_takes_that_queue_out_of_the_sum() -> None:
-    best_effort = cluster_queue("spare", 64, annotations={r.OVERCOMMIT_ANNOTATION: "true"})
+    best_effort = cluster_queue("spare", 64, annotations={OVERCOMMIT_ANNOTATION: "true"})
     stack = quota_stack(cluster_queue("a", 32), best_effort)
     assert messages(stack, "tpu-quota-within-capacity") == []
 
@@ -262,7 +265,7 @@ def test_unknown_values_skip_the_check_instead_of_guessing() -> None:
     [(16, 16.0), ("16", 16.0), ("1k", 1000.0), ("2Ki", 2048.0), ("500m", 0.5), (True, None), ("x", None)],
 )
 def test_parse_quantity(value: Any, expected: float | None) -> None:
-    assert r.parse_quantity(value) == expected
+    assert kueue_rules.parse_quantity(value) == expected
 
 
 @pytest.mark.parametrize(
@@ -275,12 +278,12 @@ def test_parse_quantity(value: Any, expected: float | None) -> None:
     ],
 )
 def test_pool_chips_from_the_machine_type(machine: str, nodes: int, chips: int | None) -> None:
-    assert r.pool_chips(tpu_pool("p", nodes=nodes, machine=machine)) == chips
+    assert pools.pool_chips(tpu_pool("p", nodes=nodes, machine=machine)) == chips
 
 
 def test_single_host_v6e_pools_get_gkes_topology_label() -> None:
     pool = tpu_pool("p", nodes=1, machine="ct6e-standard-8t", placementPolicy=None)
-    labels = r.pool_node_labels(pool)
+    labels = pools.pool_node_labels(pool)
     assert labels["cloud.google.com/gke-tpu-topology"] == "2x4"
     assert labels["node.kubernetes.io/instance-type"] == "ct6e-standard-8t"
     assert labels["cloud.google.com/gke-nodepool"] == "p"

@@ -21,7 +21,7 @@ from tpu_platform.plan import (
     stack_file,
 )
 from tpu_platform.plan.harness import urn_label
-from tpu_platform.policy import Stack, offline, rules
+from tpu_platform.policy import Stack, kueue_rules, offline, pools, rules
 from tpu_platform.policy.offline import check_rendering, from_recorded
 from tpu_platform.summary import summarize
 
@@ -43,10 +43,10 @@ def test_example_stack_has_no_violations(stack: str) -> None:
 def test_quota_rule_sees_every_tpu_slice(stack: str) -> None:
     """The capacity the rule computes from node pools equals the stack summary's chips."""
     policy_stack = Stack(from_recorded(r) for r in rendered(stack).resources)
-    pools = [p for p in policy_stack if rules.is_tpu_pool(p)]
+    tpu_pools = [p for p in policy_stack if pools.is_tpu_pool(p)]
     expected = summarize(parse_stack_config(load_stack_config(stack_file(stack)))).as_dict()["chips"]
-    declared = [rules.existing_chips(r) for r in policy_stack if r.get("kind") == "ResourceFlavor"]
-    counted = sum(rules.pool_chips(p) or 0 for p in pools) or sum(c or 0 for c in declared)
+    declared = [kueue_rules.existing_chips(r) for r in policy_stack if r.get("kind") == "ResourceFlavor"]
+    counted = sum(pools.pool_chips(p) or 0 for p in tpu_pools) or sum(c or 0 for c in declared)
     assert counted == expected, "node pools, or in kubeconfig mode the chips the flavors declare"
 
 
@@ -59,7 +59,7 @@ def _edit(rendering: Rendering, pick: Callable[[RecordedResource], bool], **chan
 
 
 def _has_kueue(stack: str) -> bool:
-    return any(r.type.startswith(rules.KUEUE_TYPE_PREFIX) for r in rendered(stack).resources)
+    return any(r.type.startswith(kueue_rules.KUEUE_TYPE_PREFIX) for r in rendered(stack).resources)
 
 
 def test_a_cluster_queue_created_before_the_install_is_caught() -> None:
@@ -109,7 +109,7 @@ def test_turning_off_auto_repair_on_a_slice_is_caught() -> None:
     base = rendered("dev")
 
     def is_slice(r: RecordedResource) -> bool:
-        return r.type == rules.NODE_POOL and r.inputs.get("name") == "dev-4x4-0"
+        return r.type == pools.NODE_POOL and r.inputs.get("name") == "dev-4x4-0"
 
     pool = next(r for r in base.resources if is_slice(r))
     broken = _edit(
@@ -129,7 +129,7 @@ def test_offline_command_fails_on_a_violation(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     pool = rules.Resource(
-        "urn:x", rules.NODE_POOL, "p", {"name": "p", "nodeConfig": {"machineType": "ct6e-standard-4t"}}
+        "urn:x", pools.NODE_POOL, "p", {"name": "p", "nodeConfig": {"machineType": "ct6e-standard-4t"}}
     )
     monkeypatch.setattr(offline, "check_rendering", lambda rendering: rules.evaluate([pool]))
     assert cli.main(["policy", "dev"]) == 1

@@ -127,3 +127,7 @@ class Stack:
 
     def dependencies(self, resource: Resource) -> list[Resource]:
         return [self.by_urn[urn] for urn in resource.dependencies if urn in self.by_urn]
+
+
+Config = Mapping[str, Any]
+"""A policy's configuration (the pack's per-policy config map)."""
