@@ -6,6 +6,7 @@ accessor returns an empty mapping or list where the manifest has the wrong type.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +32,7 @@ def whole_number(value: Any) -> int | None:
         return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    if isinstance(value, str) and value.strip().isdigit():
+    if isinstance(value, str) and re.fullmatch(r"[0-9]+", value.strip()):  # ASCII, as the API reads it
         return int(value.strip())
     return None
 

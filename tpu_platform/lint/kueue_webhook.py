@@ -33,7 +33,10 @@ UNCONSTRAINED = "kueue.x-k8s.io/podset-unconstrained-topology"
 SLICE_REQUIRED = "kueue.x-k8s.io/podset-slice-required-topology"
 SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
 GROUP_NAME = "kueue.x-k8s.io/podset-group-name"
-_ATOI = re.compile(r"^[+-]?[0-9]+$")
+_ATOI = re.compile(r"^[+-]?[0-9]+\Z")
+_DIGITS = re.compile(r"^[0-9]+\Z")
+"""ASCII digits only, as Go's strconv reads them (``str.isdigit`` also takes superscripts and
+other scripts' digits)."""
 _GO_BOOL = frozenset({"1", "t", "T", "TRUE", "true", "True", "0", "f", "F", "FALSE", "false", "False"})
 INT32_MAX = 2**31 - 1
 FIX_QUEUE = "use a lowercase RFC 1123 subdomain (letters, digits, '-', '.')"
@@ -171,7 +174,7 @@ def _pod_set_request(rj: ReplicatedJob) -> Iterator[Finding]:
 
 def _group_name(notes: dict[str, str], path: str) -> Iterator[Finding]:
     value = notes[GROUP_NAME]
-    if value.isdigit() and int(value) < 2**64:  # strconv.ParseUint accepts it: a number
+    if _DIGITS.match(value) and int(value) < 2**64:  # strconv.ParseUint(value, 10, 64) accepts it
         yield finding(RULE, path, f"{value!r} must not be a number", "name the group with letters")
     for other in (SLICE_SIZE, SLICE_REQUIRED):
         if other in notes:

@@ -21,7 +21,7 @@ from typing import Any
 from ..constants import TPU_RESOURCE
 from ..schema import SchemaIssue
 from .findings import Finding, Severity
-from .jobset import as_dict, as_list
+from .jobset import as_dict, as_list, whole_number
 
 KUEUE_GROUP = "kueue.x-k8s.io"
 KUEUE_KINDS = frozenset(
@@ -133,26 +133,16 @@ def tpu_nominal(spec: Mapping[str, Any]) -> tuple[int | None, int | None]:
                 res = as_dict(resource)
                 if res.get("name") != TPU_RESOURCE:
                     continue
-                quota = _chips(res.get("nominalQuota"))
+                quota = whole_number(res.get("nominalQuota"))
                 if quota is None:
                     return None, None
                 nominal += quota
-                limit = _chips(res.get("borrowingLimit"))
+                limit = whole_number(res.get("borrowingLimit"))
                 if limit is None:
                     unlimited = True
                 else:
                     borrowing += limit
     return nominal, None if unlimited else borrowing
-
-
-def _chips(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    return None
 
 
 def kueue_rules(

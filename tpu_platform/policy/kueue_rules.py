@@ -209,7 +209,7 @@ def _tpu_quotas(stack: Stack) -> tuple[Claims[tuple[str, str], Resource], list[V
 def existing_chips(flavor: Resource) -> int | None:
     """The chips a kubeconfig-mode stack declares behind a flavor (``EXISTING_CHIPS_ANNOTATION``)."""
     value = (flavor.get("metadata", "annotations") or {}).get(EXISTING_CHIPS_ANNOTATION)
-    return int(value) if isinstance(value, str) and value.isdigit() else None
+    return int(value) if isinstance(value, str) and re.fullmatch(r"[0-9]+", value) else None
 
 
 def check_tpu_quota(stack: Stack, config: Config) -> list[Violation]:
