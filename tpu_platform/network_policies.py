@@ -60,48 +60,27 @@ def _ports(ports: tuple[int, ...]) -> list[JSON]:
     return [{"protocol": "TCP", "port": port} for port in ports]
 
 
+def _policy(name: str, namespace: str, ingress: list[JSON] | None) -> JSON:
+    """An Ingress policy over every pod of the namespace; ``ingress`` None: allow nothing."""
+    spec: JSON = {"podSelector": {}, "policyTypes": ["Ingress"]}
+    if ingress is not None:
+        spec["ingress"] = ingress
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": name, "namespace": namespace, "labels": dict(LABELS)},
+        "spec": spec,
+    }
+
+
 def policies(served: Served) -> list[JSON]:
     """The default deny, then one allow per kind of caller (none when it has no port)."""
-    meta = {"namespace": served.namespace, "labels": dict(LABELS)}
-    out: list[JSON] = [
-        {
-            "apiVersion": "networking.k8s.io/v1",
-            "kind": "NetworkPolicy",
-            "metadata": {"name": "tpu-platform-default-deny-ingress", **meta},
-            "spec": {"podSelector": {}, "policyTypes": ["Ingress"]},
-        }
-    ]
+    ns = served.namespace
+    out = [_policy("tpu-platform-default-deny-ingress", ns, None)]
     if served.open_ports:
-        out.append(
-            {
-                "apiVersion": "networking.k8s.io/v1",
-                "kind": "NetworkPolicy",
-                "metadata": {"name": "tpu-platform-allow-webhooks", **meta},
-                "spec": {
-                    "podSelector": {},
-                    "policyTypes": ["Ingress"],
-                    "ingress": [{"ports": _ports(served.open_ports)}],
-                },
-            }
-        )
+        out.append(_policy("tpu-platform-allow-webhooks", ns, [{"ports": _ports(served.open_ports)}]))
     if served.metrics_ports:
-        out.append(
-            {
-                "apiVersion": "networking.k8s.io/v1",
-                "kind": "NetworkPolicy",
-                "metadata": {"name": "tpu-platform-allow-metrics", **meta},
-                "spec": {
-                    "podSelector": {},
-                    "policyTypes": ["Ingress"],
-                    "ingress": [
-                        {
-                            "from": [
-                                {"namespaceSelector": {"matchLabels": {LABEL_NAMESPACE_NAME: GMP_NAMESPACE}}}
-                            ],
-                            "ports": _ports(served.metrics_ports),
-                        }
-                    ],
-                },
-            }
-        )
+        collectors = {"namespaceSelector": {"matchLabels": {LABEL_NAMESPACE_NAME: GMP_NAMESPACE}}}
+        ingress = [{"from": [collectors], "ports": _ports(served.metrics_ports)}]
+        out.append(_policy("tpu-platform-allow-metrics", ns, ingress))
     return out

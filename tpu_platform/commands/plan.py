@@ -15,6 +15,7 @@ from ..config import StackConfigError
 from ..plan import dump_plan, list_stacks, load_stack_config, parse_stack_config, plan_document, render
 from ..plan.provider_rules import violations
 from ..plan.review import check_plan
+from ..plan.stacks import problem_lines
 from ..project import Project, ProjectError, find_project, resolve_stack
 from ..summary import summarize
 from ..terminal import Progress
@@ -77,9 +78,8 @@ def run(args: argparse.Namespace) -> int:
             text, summary = render_plan(stack, stacks_dir)
         except StackConfigError as err:
             progress.done()
-            for problem in err.problems:
-                where = "" if problem.startswith(str(ref.path)) else f"{ref.path}: "
-                print(f"stack {ref.name}: {where}{problem}", file=sys.stderr)
+            for line in problem_lines(err, ref.path):
+                print(f"stack {ref.name}: {line}", file=sys.stderr)
             return 2
         progress.done()
         target = plans_dir / f"{ref.name}.yaml"

@@ -32,6 +32,7 @@ def run(args: argparse.Namespace) -> int:
     from ..components.program import stack_program
     from ..config import StackConfigError
     from ..plan import list_stacks, load_stack_config, parse_stack_config, render
+    from ..plan.stacks import problem_lines
     from ..policy.offline import check_rendering, check_replacement
     from ..project import resolve_stack
 
@@ -43,9 +44,8 @@ def run(args: argparse.Namespace) -> int:
             config = load_stack_config(ref.path)
             parse_stack_config(config)
         except StackConfigError as err:
-            for problem in err.problems:
-                where = "" if problem.startswith(str(ref.path)) else f"{ref.path}: "
-                print(f"stack {ref.name}: {where}{problem}", file=sys.stderr)
+            for line in problem_lines(err, ref.path):
+                print(f"stack {ref.name}: {line}", file=sys.stderr)
             invalid = True
             continue
         rendering = render(stack_program, config, stack=ref.name)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..config import StackConfigError
 from ..config.checks import stack_warnings
-from ..plan import list_stacks, load_stack_config, parse_stack_config
+from ..plan.stacks import list_stacks, load_stack_config, parse_stack_config, problem_lines
 from ..project import resolve_stack
 from ..summary import summarize
 
@@ -32,9 +32,8 @@ def run(args: argparse.Namespace) -> int:
         try:
             cfg = parse_stack_config(load_stack_config(ref.path))
         except StackConfigError as err:
-            for problem in err.problems:
-                where = "" if problem.startswith(str(ref.path)) else f"{ref.path}: "
-                print(f"stack {ref.name}: {where}{problem}", file=sys.stderr)
+            for line in problem_lines(err, ref.path):
+                print(f"stack {ref.name}: {line}", file=sys.stderr)
             status = 2
             continue
         print(f"stack {ref.name}: ok")

@@ -41,7 +41,7 @@ def list_stacks(stacks_dir: Path | None = None) -> list[str]:
         raise ProjectError(
             f"{folder}: no such folder of stack files; pass --stacks-dir with the folder of the stack files"
         )
-    names = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in folder.glob("Pulumi.*.yaml"))
+    names = _names_in(folder)
     if not names:
         raise ProjectError(
             f"{folder}: no Pulumi.<stack>.yaml stack file here; name a stack file or pass --stacks-dir"
@@ -54,6 +54,11 @@ def _names_in(folder: Path) -> list[str]:
     if not folder.is_dir():
         return []
     return sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in folder.glob("Pulumi.*.yaml"))
+
+
+def problem_lines(err: StackConfigError, path: Path) -> list[str]:
+    """Each problem of a stack file as one line that names the file (once)."""
+    return [p if p.startswith(str(path)) else f"{path}: {p}" for p in err.problems]
 
 
 def load_stack_config(path: Path) -> dict[str, Any]:
