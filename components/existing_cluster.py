@@ -16,6 +16,14 @@ import pulumi_kubernetes as k8s
 from tpu_platform.config import ClusterConfig
 
 
+def kubeconfig_input(kubeconfig: str | None) -> pulumi.Input[str] | None:
+    """A kubeconfig's contents as a secret: they may hold client keys and tokens, which the
+    provider would otherwise keep in the state in plain text; a file's path stays readable."""
+    if kubeconfig is None or not ("\n" in kubeconfig.strip() or kubeconfig.lstrip().startswith("{")):
+        return kubeconfig
+    return pulumi.Output.secret(kubeconfig)
+
+
 class ExistingCluster(pulumi.ComponentResource):
     """The cluster of a kubeconfig context, and a Kubernetes provider bound to it."""
 
@@ -30,7 +38,7 @@ class ExistingCluster(pulumi.ComponentResource):
         self.name = pulumi.Output.from_input(cluster.name)
         self.provider = k8s.Provider(
             f"{name}-k8s",
-            kubeconfig=cluster.kubeconfig,
+            kubeconfig=kubeconfig_input(cluster.kubeconfig),
             context=cluster.context,
             opts=pulumi.ResourceOptions(parent=self),
         )

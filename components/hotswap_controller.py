@@ -90,7 +90,7 @@ def pod_spec(cfg: HotswapConfig, image: Any, config_map: Any) -> dict[str, Any]:
             {
                 "name": "controller",
                 "image": image,
-                "args": list(deploy.CONTAINER_ARGS),
+                **({"args": list(deploy.CONTAINER_ARGS)} if deploy.CONTAINER_ARGS else {}),
                 "env": env,
                 "ports": [
                     {"name": "metrics", "containerPort": deploy.METRICS_PORT},

@@ -18,6 +18,7 @@ import pulumi_kubernetes as k8s
 from tpu_platform.config import PlatformConfig
 from tpu_platform.constants import JOBSET_NAMESPACE, KUEUE_NAMESPACE
 from tpu_platform.kueue import configuration as kc
+from tpu_platform.kueue.chart_source import local_chart_problem
 from tpu_platform.kueue.objects import MANAGED_LABELS
 
 
@@ -41,6 +42,12 @@ class KueueInstall(pulumi.ComponentResource):
         super().__init__("tpu-platform:kueue:Install", name, None, opts)
         cfg = args.config
         provider = args.provider
+        for problem in (
+            local_chart_problem(kc.jobset_chart(cfg), "kueue.jobset.chart", "jobset", kc.JOBSET_VERSION),
+            local_chart_problem(kc.kueue_chart(cfg), "kueue.controller.chart", "kueue", kc.KUEUE_VERSION),
+        ):
+            if problem is not None:
+                raise pulumi.RunError(problem)
         namespaces = {
             ns: k8s.core.v1.Namespace(
                 f"{name}-{ns}",
@@ -51,7 +58,7 @@ class KueueInstall(pulumi.ComponentResource):
         }
         self.jobset = k8s.helm.v4.Chart(
             f"{name}-jobset",
-            chart=kc.JOBSET_CHART,
+            chart=kc.jobset_chart(cfg),
             version=kc.JOBSET_VERSION,
             name=kc.JOBSET_RELEASE,
             namespace=JOBSET_NAMESPACE,
@@ -63,7 +70,7 @@ class KueueInstall(pulumi.ComponentResource):
         # Kueue's JobSet integration watches JobSets: install it once JobSet's CRD and webhooks are up.
         self.kueue = k8s.helm.v4.Chart(
             f"{name}-kueue",
-            chart=kc.KUEUE_CHART,
+            chart=kc.kueue_chart(cfg),
             version=kc.KUEUE_VERSION,
             name=kc.KUEUE_RELEASE,
             namespace=KUEUE_NAMESPACE,

@@ -44,7 +44,8 @@ class Priorities(pulumi.ComponentResource):
                 f"{name}-{prio}",
                 metadata=pc["metadata"],
                 value=pc["value"],
-                global_default=pc["globalDefault"],
+                # False is the API's default, and the engine registers an unset field for it.
+                global_default=pc["globalDefault"] or None,
                 preemption_policy=pc["preemptionPolicy"],
                 description=pc.get("description"),
                 opts=pulumi.ResourceOptions(parent=self, provider=args.provider),

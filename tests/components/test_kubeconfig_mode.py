@@ -104,3 +104,32 @@ def test_kubeconfig_and_context_belong_to_the_mode(stack: dict[str, Any]) -> Non
         "tpu-platform:cluster.context: only applies with mode: kubeconfig; remove it, or set mode: "
         "kubeconfig to run only the Kubernetes half on an existing cluster"
     ]
+
+
+@pytest.mark.parametrize(
+    ("kubeconfig", "secret"),
+    [
+        ("apiVersion: v1\nkind: Config\nusers:\n- name: u\n  user: {token: abc}\n", True),
+        ('{"apiVersion": "v1", "kind": "Config"}', True),
+        ("/home/me/.kube/config", False),
+    ],
+    ids=["yaml-contents", "json-contents", "path"],
+)
+def test_kubeconfig_contents_are_a_secret_and_a_path_is_not(
+    local: dict[str, Any], render_stack: Callable[..., Any], kubeconfig: str, secret: bool
+) -> None:
+    local["tpu-platform:cluster"]["kubeconfig"] = kubeconfig
+    (provider,) = [
+        r for r in render_stack(local, name="local").resources if r.type == "pulumi:providers:kubernetes"
+    ]
+    assert normalize(provider.inputs)["kubeconfig"] == ("[secret]" if secret else kubeconfig)
+
+
+def test_a_chart_folder_of_another_version_is_an_error_naming_the_key(
+    local: dict[str, Any], render_stack: Callable[..., Any], tmp_path: Any
+) -> None:
+    (tmp_path / "Chart.yaml").write_text("name: kueue\nversion: 0.18.0\n")
+    local["tpu-platform:kueue"]["controller"] = {"chart": str(tmp_path)}
+    words = r"kueue\.controller\.chart: .* is kueue 0\.18\.0, the platform pins 0\.19\.2"
+    with pytest.raises(Exception, match=words):
+        render_stack(local, name="local")

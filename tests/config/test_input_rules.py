@@ -125,6 +125,10 @@ CASES: list[tuple[str, Mutation, str, str]] = [
           "preemption": {"reclaimWithinCohort": "Any", "borrowWithinCohort": {"policy": "LowerPriority"}}},
      ]),
      "teams[0].preemption.borrowWithinCohort", "ignores borrowWithinCohort while fair sharing is on"),
+    ("chart-empty", _set("tpu-platform:kueue.controller.chart", " "), "kueue.controller.chart",
+     "give an oci:// reference or a chart folder"),
+    ("chart-repo-url", _set("tpu-platform:kueue.jobset.chart", "https://charts.example.com"),
+     "kueue.jobset.chart", "only oci:// references or local folders"),
 ]  # fmt: skip
 
 

@@ -83,11 +83,11 @@ def test_cluster_queue_spec(cfg: PlatformConfig) -> None:
             "flavors": [
                 {
                     "name": "tpu-v6e-4x4",
-                    "resources": [{"name": "google.com/tpu", "nominalQuota": 16, "borrowingLimit": 16}],
+                    "resources": [{"name": "google.com/tpu", "nominalQuota": "16", "borrowingLimit": "16"}],
                 },
                 {
                     "name": "tpu-v6e-8x8",
-                    "resources": [{"name": "google.com/tpu", "nominalQuota": 64, "lendingLimit": 64}],
+                    "resources": [{"name": "google.com/tpu", "nominalQuota": "64", "lendingLimit": "64"}],
                 },
             ],
         }
@@ -201,7 +201,7 @@ def test_seed_stack_reproduces_the_seed() -> None:
     assert "cohortName" not in cq["spec"]
     (group,) = cq["spec"]["resourceGroups"]
     assert group["flavors"] == [
-        {"name": "tpu-v6e-slice", "resources": [{"name": "google.com/tpu", "nominalQuota": 32}]}
+        {"name": "tpu-v6e-slice", "resources": [{"name": "google.com/tpu", "nominalQuota": "32"}]}
     ]
     (lq,) = objects.local_queues
     assert (lq.namespace, lq.name, lq.body["spec"]["clusterQueue"]) == (

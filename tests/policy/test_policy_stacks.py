@@ -87,7 +87,7 @@ def test_raising_a_quota_past_the_slices_is_caught() -> None:
     inputs = queue.inputs
     spec = inputs["spec"]
     resource = spec["resourceGroups"][0]["flavors"][0]["resources"][0]
-    bumped = {**resource, "nominalQuota": resource["nominalQuota"] + 16}
+    bumped = {**resource, "nominalQuota": str(int(resource["nominalQuota"]) + 16)}
     new_spec = {
         **spec,
         "resourceGroups": [

@@ -235,7 +235,12 @@ def _rendered(spec: dict[str, Any]) -> dict[str, tuple[int, int | None, int | No
         assert group["coveredResources"] == [TPU_RESOURCE]
         for flavor in group["flavors"]:
             (res,) = flavor["resources"]
-            out[flavor["name"]] = (res["nominalQuota"], res.get("borrowingLimit"), res.get("lendingLimit"))
+            borrowing, lending = (res.get(k) for k in ("borrowingLimit", "lendingLimit"))
+            out[flavor["name"]] = (
+                int(res["nominalQuota"]),
+                None if borrowing is None else int(borrowing),
+                None if lending is None else int(lending),
+            )
     return out
 
 

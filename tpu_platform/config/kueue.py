@@ -164,6 +164,27 @@ class ControllerConfig(StackModel):
     replicas: int | None = Field(None, ge=1, le=5)
     requests: ResourceListConfig | None = None
     limits: ResourceListConfig | None = None
+    chart: str | None = Field(
+        None,
+        description="Where the pinned chart comes from: an oci:// reference of a mirror or a local "
+        "folder holding that chart version (default: the upstream registry, registry.k8s.io).",
+    )
+
+    @field_validator("chart")
+    @classmethod
+    def _chart(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        text = value.strip()
+        if not text:
+            raise ValueError("chart is empty: give an oci:// reference or a chart folder, or remove it")
+        if "://" in text and not text.startswith("oci://"):
+            raise ValueError(
+                f"chart {text!r}: only oci:// references or local folders are taken (a chart "
+                "repository URL also needs a chart name); push the chart to an OCI registry or "
+                "unpack it into a folder"
+            )
+        return text
 
 
 class FlavorNameConfig(StackModel):

@@ -100,6 +100,15 @@ def render_configuration(cfg: PlatformConfig) -> str:
     return yaml.safe_dump(kueue_configuration(cfg), sort_keys=False, default_flow_style=False)
 
 
+def kueue_chart(cfg: PlatformConfig) -> str:
+    """The kueue chart's source: the stack's mirror or folder, else the upstream registry."""
+    return cfg.kueue.controller.chart or KUEUE_CHART
+
+
+def jobset_chart(cfg: PlatformConfig) -> str:
+    return cfg.kueue.jobset.chart or JOBSET_CHART
+
+
 def kueue_values(cfg: PlatformConfig) -> dict[str, Any]:
     """Values of the kueue chart 0.19.2."""
     size, _ = controller_sizes(cfg)

@@ -101,11 +101,13 @@ def resource_flavor(flavor: Flavor, *, existing_pools: bool = False) -> dict[str
 
 
 def _resource_quota(quota: FlavorQuota) -> dict[str, Any]:
-    entry: dict[str, Any] = {"name": TPU_RESOURCE, "nominalQuota": quota.nominal_chips}
+    """Quantities as the strings the API server stores (``resource.Quantity`` marshals to a
+    string): a number here differs from the live object on every ``pulumi preview``."""
+    entry: dict[str, Any] = {"name": TPU_RESOURCE, "nominalQuota": str(quota.nominal_chips)}
     if quota.borrowing_limit_chips is not None:
-        entry["borrowingLimit"] = quota.borrowing_limit_chips
+        entry["borrowingLimit"] = str(quota.borrowing_limit_chips)
     if quota.lending_limit_chips is not None:
-        entry["lendingLimit"] = quota.lending_limit_chips
+        entry["lendingLimit"] = str(quota.lending_limit_chips)
     return entry
 
 
