@@ -41,6 +41,10 @@ class Component:
     module: str  # the upstream module the wrapper requires (its version is the pin)
     binaries: dict[str, str]  # binary name -> Go package
     ldflags: tuple[str, ...] = ()  # "-X pkg.var={version}" templates
+    # A pseudo-version pin names a commit; ``tag`` is the release tag that commit carries
+    # (``git describe`` in the upstream repository), what the binary reports as its version.
+    tag: tuple[str, str] | None = None  # (commit prefix, tag)
+    embeds: tuple[Embed, ...] = ()  # files of the upstream module our main package embeds
 
     @property
     def folder(self) -> Path:
@@ -52,6 +56,35 @@ class Component:
         if m is None:
             raise SystemExit(f"upstream/{self.name}/go.mod: no requirement on {self.module}")
         return m.group(1)
+
+    def release(self) -> str:
+        """The version the binary reports: the pin, or the tag of a pseudo-version's commit."""
+        version = self.version()
+        if self.tag is None:
+            return version
+        commit, tag = self.tag
+        if not version.endswith(f"-{commit}"):
+            raise SystemExit(
+                f"upstream/{self.name}/go.mod pins {self.module} {version}, but build.py names the tag of "
+                f"commit {commit} ({tag}): set Component.tag to the new commit's tag"
+            )
+        return tag
+
+
+@dataclass(frozen=True)
+class Embed:
+    """A JSON file of the upstream module written beside our main package before the build, with
+    ``version`` set to the release, as the upstream ``go generate`` step does."""
+
+    source: str  # path inside the module
+    target: str  # file name beside main.go (git-ignored)
+    set_version: bool = False
+
+    def write(self, module_dir: Path, folder: Path, release: str) -> None:
+        data = json.loads((module_dir / self.source).read_text())
+        if self.set_version:
+            data["version"] = release.lstrip("v")
+        (folder / self.target).write_text(json.dumps(data))
 
 
 _K8S_VERSION = "k8s.io/component-base/version"
@@ -92,6 +125,25 @@ COMPONENTS: tuple[Component, ...] = (
         {"kueue": "sigs.k8s.io/kueue/cmd/kueue"},
         ("-X sigs.k8s.io/kueue/pkg/version.GitVersion={version}",),
     ),
+    # The Pulumi CLI (engine and Automation API's command); pkg/cmd/pulumi reads its version there.
+    Component(
+        "pulumi",
+        "github.com/pulumi/pulumi/pkg/v3",
+        {"pulumi": "github.com/pulumi/pulumi/pkg/v3/cmd/pulumi"},
+        ("-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version={version}",),
+    ),
+    # The Kubernetes provider through a main of ours (upstream's embeds generated schema files).
+    Component(
+        "pulumi-kubernetes",
+        "github.com/pulumi/pulumi-kubernetes/provider/v4",
+        {"pulumi-resource-kubernetes": "."},
+        ("-X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version={version_bare}",),
+        tag=("f47bc2d6f199", "v4.25.0"),
+        embeds=(
+            Embed("cmd/pulumi-resource-kubernetes/schema.json", "schema-embed.json", set_version=True),
+            Embed("cmd/pulumi-resource-kubernetes/terraform-mapping.json", "terraform-mapping-embed.json"),
+        ),
+    ),
 )
 
 
@@ -109,15 +161,16 @@ def go_version(go: str) -> str:
 
 
 def ldflags(component: Component) -> str:
-    version = component.version()
+    version = component.release()
     major, minor = ([*version.lstrip("v").split("."), "0"])[:2]
-    flags = ["-s", "-w"] + [f.format(version=version, major=major, minor=minor) for f in component.ldflags]
+    fields = {"version": version, "version_bare": version.lstrip("v"), "major": major, "minor": minor}
+    flags = ["-s", "-w"] + [f.format(**fields) for f in component.ldflags]
     return " ".join(flags)
 
 
 def recipe_digest(component: Component, go_ver: str) -> str:
     h = hashlib.sha256()
-    for name in ("go.mod", "go.sum"):
+    for name in ("go.mod", "go.sum", *sorted(p.name for p in component.folder.glob("*.go"))):
         h.update((component.folder / name).read_bytes())
     h.update(json.dumps([component.binaries, ldflags(component), go_ver]).encode())
     return h.hexdigest()[:12]
@@ -137,9 +190,10 @@ def build(component: Component, go: str, go_ver: str, out: Path) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     env = dict(os.environ, GOTOOLCHAIN="local", GOFLAGS="-mod=readonly -buildvcs=false")
+    write_embeds(component, go, env)
     for binary, package in component.binaries.items():
         start = time.monotonic()
-        print(f"== building {binary} {component.version()} ({package})", file=sys.stderr, flush=True)
+        print(f"== building {binary} {component.release()} ({package})", file=sys.stderr, flush=True)
         cmd = [go, "build", "-trimpath", "-ldflags", ldflags(component), "-o", str(tmp / binary), package]
         result = subprocess.run(
             cmd, cwd=component.folder, env=env, stderr=subprocess.PIPE, text=True, check=False
@@ -147,9 +201,28 @@ def build(component: Component, go: str, go_ver: str, out: Path) -> None:
         if result.returncode != 0:
             raise SystemExit(explain_failure(component, binary, result.stderr))
         print(f"   {binary}: {time.monotonic() - start:.0f} s", file=sys.stderr, flush=True)
-    (tmp / "complete").write_text(json.dumps({"version": component.version(), "go": go_ver}) + "\n")
+    (tmp / "complete").write_text(json.dumps({"version": component.release(), "go": go_ver}) + "\n")
     shutil.rmtree(out, ignore_errors=True)
     tmp.rename(out)
+
+
+def write_embeds(component: Component, go: str, env: dict[str, str]) -> None:
+    """The upstream module's files our main embeds, from the module cache (``go mod download``)."""
+    if not component.embeds:
+        return
+    out = subprocess.run(
+        [go, "mod", "download", "-json", f"{component.module}@{component.version()}"],
+        cwd=component.folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if out.returncode != 0:
+        raise SystemExit(explain_failure(component, "its embedded files", out.stdout + out.stderr))
+    module_dir = Path(json.loads(out.stdout)["Dir"])
+    for embed in component.embeds:
+        embed.write(module_dir, component.folder, component.release())
 
 
 def explain_failure(component: Component, binary: str, stderr: str) -> str:
@@ -173,7 +246,7 @@ def manifest(go_ver: str) -> dict[str, dict[str, str]]:
     for c in COMPONENTS:
         folder = target_dir(c, go_ver)
         for binary in c.binaries:
-            entry = {"version": c.version(), "component": c.name}
+            entry = {"version": c.release(), "component": c.name}
             if is_complete(folder, c):
                 entry["path"] = str(folder / binary)
             out[binary] = entry

@@ -80,6 +80,23 @@ def _local_args(container: dict[str, Any], config_path: Path, kubeconfig: Path) 
     return [*args, f"--config={config_path}", f"--kubeconfig={kubeconfig}"]
 
 
+@dataclass(frozen=True)
+class Serving:
+    """Where a local controller serves: its webhooks (a URL the API server calls) and health."""
+
+    webhook_port: int
+    health_port: int
+    visibility_port: int  # Kueue's visibility API server (an aggregated API)
+
+    @property
+    def webhook_url(self) -> str:
+        return f"https://127.0.0.1:{self.webhook_port}"
+
+    @classmethod
+    def pick(cls) -> Serving:
+        return cls(free_port(), free_port(), free_port())
+
+
 def start_addon(
     cp: ControlPlane,
     kube: Kube,
@@ -90,34 +107,53 @@ def start_addon(
     kube_version: str,
 ) -> Addon:
     """Render, apply, start and register the webhooks of one chart's controller."""
-    name = str(chart_inputs["name"])
-    workdir = cp.workdir / name
-    workdir.mkdir(parents=True, exist_ok=True)
-    chart = charts.render(helm, chart_inputs, workdir, kube_version)
+    chart = charts.render(helm, chart_inputs, chart_workdir(cp, chart_inputs), kube_version)
     kube.apply(namespace_obj(chart.namespace))
-    webhook_port, health_port = free_port(), free_port()
-    webhook_url = f"https://127.0.0.1:{webhook_port}"
+    serving = Serving.pick()
     ca_pem = cp.pki.pem()
-    install_crds(kube, chart.crds, webhook_url, ca_pem)
+    install_crds(kube, chart.crds, serving.webhook_url, ca_pem)
     kube.apply_all(o for o in chart.applied if o.get("kind") != "APIService")
+    addon = run_controller(cp, kube, binary, chart, serving)
+    kube.apply_all(charts.local_webhooks(chart.webhooks, serving.webhook_url, ca_pem))
+    return addon
+
+
+def chart_workdir(cp: ControlPlane, chart_inputs: dict[str, Any]) -> Path:
+    workdir = cp.workdir / str(chart_inputs["name"])
+    workdir.mkdir(parents=True, exist_ok=True)
+    return workdir
+
+
+def run_controller(
+    cp: ControlPlane, kube: Kube, binary: Path, chart: charts.RenderedChart, serving: Serving
+) -> Addon:
+    """The chart's controller as a local process, once its CRDs, RBAC and ServiceAccount exist:
+    the chart's arguments and Configuration, serving on ``serving``, ready when this returns."""
+    name = chart.release
+    workdir = cp.workdir / name
     certs = workdir / "certs"
-    certs.mkdir(exist_ok=True)
-    pair = cp.pki.issue(f"{name}-serving", common_name=f"{name}-webhook", hosts=("127.0.0.1",), server=True)
+    certs.mkdir(parents=True, exist_ok=True)
+    # The aggregator checks an APIService's certificate for <service>.<namespace>.svc.
+    services = tuple(f"{s['metadata']['name']}.{chart.namespace}.svc" for s in chart.find("Service"))
+    pair = cp.pki.issue(
+        f"{name}-serving", common_name=f"{name}-webhook", hosts=("127.0.0.1", *services), server=True
+    )
     for src, dst in ((pair.cert, "tls.crt"), (pair.key, "tls.key")):
         (certs / dst).write_bytes(src.read_bytes())
     config = _config_from_chart(chart)
     config["webhook"] = {
         **(config.get("webhook") or {}),
         "host": "127.0.0.1",
-        "port": webhook_port,
+        "port": serving.webhook_port,
         "certDir": str(certs),
     }
-    config["health"] = {**(config.get("health") or {}), "healthProbeBindAddress": f"127.0.0.1:{health_port}"}
+    health = f"127.0.0.1:{serving.health_port}"
+    config["health"] = {**(config.get("health") or {}), "healthProbeBindAddress": health}
     config["metrics"] = {**(config.get("metrics") or {}), "bindAddress": "0"}
     config["leaderElection"] = {**(config.get("leaderElection") or {}), "leaderElect": False}
     config["internalCertManagement"] = {"enable": False}
     if name == "kueue":
-        config["visibilityServer"] = {"bindAddress": "127.0.0.1", "bindPort": free_port()}
+        config["visibilityServer"] = {"bindAddress": "127.0.0.1", "bindPort": serving.visibility_port}
     config_path = workdir / "config.yaml"
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
     token = service_account_token(kube, chart.namespace, chart.service_account())
@@ -128,10 +164,9 @@ def start_addon(
     env = {"PATH": os.environ.get("PATH", ""), "POD_NAMESPACE": chart.namespace, "NAMESPACE": chart.namespace}
     proc = cp.group.add(Process(name, argv, cp.workdir / "logs" / f"{name}.log", env=env))
     proc.start()
-    proc.wait_ready(https_ok(f"http://127.0.0.1:{health_port}/readyz"), 120)
-    proc.wait_ready(port_open(webhook_port), 60)
-    kube.apply_all(charts.local_webhooks(chart.webhooks, webhook_url, ca_pem))
-    return Addon(name, chart, proc, webhook_url)
+    proc.wait_ready(https_ok(f"http://127.0.0.1:{serving.health_port}/readyz"), 120)
+    proc.wait_ready(port_open(serving.webhook_port), 60)
+    return Addon(name, chart, proc, serving.webhook_url)
 
 
 def _in_mount_namespace(argv: list[str], certs: Path) -> list[str]:

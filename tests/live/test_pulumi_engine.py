@@ -1,0 +1,303 @@
+"""``pulumi up``, ``preview``, a change and ``destroy`` by the real engine, on the local control plane.
+
+The stack is the example ``local`` stack (``cluster.mode: kubeconfig``) pointed at this control
+plane, with the pinned Kueue and JobSet charts from ``../shared/upstream`` as local chart folders.
+The same stack file renders the offline plans, so what the engine registers, previews and
+changes can be held against them:
+
+1. ``preview`` then ``up``: every object, the charts' too, created by the engine (readiness
+   awaited, ``dependsOn`` honoured); the registered resources (type, name, parent, provider,
+   dependencies, inputs) are the offline plan's, and the charts' children are the objects
+   ``installs.yaml`` lists for each chart;
+2. one team's quota changed: ``preview --diff`` shows the same creates, updates, replaces and
+   deletes as ``tpu-platform review`` of the two offline plans; ``up`` applies it;
+3. a second ``up`` changes nothing; ``destroy`` leaves no object behind;
+4. the kubeconfig's credentials never appear in plain text in the state file.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pytest
+import yaml
+from pulumi import automation as auto
+from tpu_platform.components.program import stack_program
+
+from tests.live.cluster import LiveCluster, engine, engine_addons, snapshot
+from tests.live.cluster.addons import chart_workdir
+from tests.live.cluster.charts import UPSTREAM, render
+from tests.live.cluster.figures import Report
+from tests.live.cluster.kube import wait_for
+from tests.live.cluster.nodes import KWOK_ANNOTATION, MANAGED
+from tpu_platform.plan.changes import review
+
+REPO = Path(__file__).resolve().parents[2]
+STACK = "engine"
+CHART = "kubernetes:helm.sh/v4:Chart"
+SYSTEM_NODE = "system-0"
+CRD = "apiextensions.k8s.io/v1"
+
+
+def system_node() -> dict[str, Any]:
+    """An untainted kwok node for the charts' and the controller's pods (GKE's system pool)."""
+    resources = {"cpu": "16", "memory": "64Gi", "pods": "110"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": SYSTEM_NODE,
+            "labels": {"kubernetes.io/hostname": SYSTEM_NODE, "kubernetes.io/os": "linux", "type": "kwok"},
+            "annotations": {KWOK_ANNOTATION: MANAGED},
+        },
+        "status": {"allocatable": resources, "capacity": resources},
+    }
+
+
+def engine_config(live: LiveCluster) -> dict[str, Any]:
+    """``stacks/Pulumi.local.yaml`` on this control plane: its kubeconfig (contents, a credential)
+    and context, and the charts from their local folders."""
+    config = yaml.safe_load((REPO / "stacks" / "Pulumi.local.yaml").read_text())["config"]
+    config["tpu-platform:cluster"].update(kubeconfig=embedded_kubeconfig(live), context="live")
+    kueue = config.setdefault("tpu-platform:kueue", {})
+    kueue["controller"] = {"chart": str(UPSTREAM / "kueue-v0.19.2" / "charts" / "kueue")}
+    kueue["jobset"] = {"chart": str(UPSTREAM / "jobset-v0.12.0" / "charts" / "jobset")}
+    return dict(config)
+
+
+def embedded_kubeconfig(live: LiveCluster) -> str:
+    """The admin kubeconfig with its client certificate and key inline, as GKE and most tools hand
+    one out: the credential the state must never hold in plain text."""
+    doc = yaml.safe_load(live.cp.admin_kubeconfig.read_text())
+    for user in doc["users"]:
+        creds = user["user"]
+        for key in ("client-certificate", "client-key"):
+            if key in creds:
+                creds[f"{key}-data"] = base64.b64encode(Path(creds.pop(key)).read_bytes()).decode()
+    return str(yaml.safe_dump(doc, sort_keys=False))
+
+
+def with_research_borrowing(config: dict[str, Any], slices: int) -> dict[str, Any]:
+    changed = copy.deepcopy(config)
+    for team in changed["tpu-platform:teams"]:
+        if team["name"] == "research":
+            team["quota"][0]["borrowingLimitSlices"] = slices
+    return changed
+
+
+def offline_plan(workdir: Path, config: dict[str, Any]) -> dict[str, Any]:
+    """``tpu-platform plan`` of the same stack file, rendered under Pulumi's mocks."""
+    stack_file = workdir / f"Pulumi.{STACK}.yaml"
+    stack_file.write_text(yaml.safe_dump({"config": config}, sort_keys=False))
+    plans = workdir / "plans"
+    cmd = [sys.executable, "-m", "tpu_platform", "plan", str(stack_file), "--plans-dir", str(plans)]
+    out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    return dict(yaml.safe_load((plans / f"{STACK}.yaml").read_text()))
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveCluster]:
+    """A control plane of its own: what ``destroy`` leaves is compared with what was there before."""
+    live = LiveCluster(tmp_path_factory.mktemp("engine-cp")).start()
+    try:
+        live.admin.create(system_node())
+        yield live
+    finally:
+        live.stop()
+
+
+def chart_controllers(cluster: LiveCluster, plan: dict[str, Any]) -> engine_addons.ChartControllers:
+    """The local JobSet and Kueue controllers for the plan's chart inputs (rendered by helm)."""
+    paths = cluster.paths
+    controllers = []
+    for release in ("jobset", "kueue"):
+        inputs = engine.chart_inputs(plan, release)
+        chart = render(paths["helm"], inputs, chart_workdir(cluster.cp, inputs), cluster.kube_version)
+        controllers.append(engine_addons.LocalController(cluster.cp, cluster.admin, paths[release], chart))
+    return engine_addons.ChartControllers(controllers)
+
+
+def program_with(controllers: engine_addons.ChartControllers) -> Callable[[], None]:
+    """The project's program as ``pulumi up`` runs ``__main__.py``, with the harness's transform."""
+
+    def program() -> None:
+        pulumi.runtime.register_resource_transform(controllers.transform)
+        stack_program()
+
+    return program
+
+
+def test_pulumi_up_change_and_destroy_on_the_real_engine(
+    cluster: LiveCluster, report: Report, tmp_path: Path
+) -> None:
+    binaries = engine.upstream_binaries()
+    eng = engine.PulumiEngine(tmp_path / "pulumi", binaries.cli, binaries.provider, binaries.provider_version)
+    installed = {p["name"]: p["version"] for p in eng.plugins() if p.get("kind") == "resource"}
+    assert installed == {"kubernetes": binaries.provider_version.lstrip("v")}, installed
+    config = engine_config(cluster)
+    base_dir, head_dir = tmp_path / "base", tmp_path / "head"
+    base_dir.mkdir()
+    head_dir.mkdir()
+    base_plan = offline_plan(base_dir, config)
+    changed = with_research_borrowing(config, 0)
+    head_plan = offline_plan(head_dir, changed)
+
+    controllers = chart_controllers(cluster, base_plan)
+    program = program_with(controllers)
+
+    before = snapshot.objects(cluster.admin)
+    try:
+        stack = eng.stack(STACK, program, config)
+        timed = engine.Timer(report)
+
+        with timed("preview (create)"):
+            log = engine.StepLog()
+            stack.preview(on_event=log)
+        planned = engine.planned_labels(base_plan)
+        previewed = {
+            f"{s.type}::{s.name}"
+            for s in log.changed()
+            if s.op == "create" and not engine.is_chart_child(s) and s.type not in engine.NOT_IN_PLAN
+        }
+        only = f"engine only {sorted(previewed - planned)}, plan only {sorted(planned - previewed)}"
+        assert previewed == planned, only
+
+        with timed("up (create)") as step:
+            result = stack.up(on_event=engine.StepLog())
+            step.note(f"{result.summary.resource_changes}")
+        assert result.summary.result == "succeeded", result.stderr
+
+        resources = eng.resources(STACK)
+        mismatches = engine.plan_mismatches(base_plan, resources)
+        assert not mismatches, "\n".join(mismatches)
+        children = engine.chart_children(resources)
+        for controller in controllers.by_namespace.values():
+            chart = engine.chart_resource_name(base_plan, controller.chart.release)
+            rendered = engine.rendered_objects(controller.chart)
+            assert children[chart] == rendered, (chart, sorted(children[chart] ^ rendered))
+        report.append(
+            f"engine: {len(resources)} resources registered; the {len(engine.comparable(resources))} "
+            "the plan shows have its type, name, parent, dependencies, provider and inputs; the charts' "
+            "children are helm template's objects ("
+            + ", ".join(f"{name} {len(objs)}" for name, objs in sorted(children.items()))
+            + ")"
+        )
+        kubeconfig = config["tpu-platform:cluster"]["kubeconfig"]
+        assert engine.leaked_secrets(json.dumps(config), kubeconfig), "the check finds a key where one is"
+        leaked = engine.leaked_secrets(eng.state_file(STACK).read_text(), kubeconfig)
+        assert not leaked, f"in plain text in {eng.state_file(STACK)}: {leaked}"
+
+        eng.write_config(STACK, changed)
+        with timed("preview (quota change)"):
+            log = engine.StepLog()
+            stack.preview(on_event=log, diff=True)
+        expected = review(STACK, base_plan, head_plan)
+        want = {(c.action, f"{c.type}::{c.name}") for c in expected.changes}
+        got = {(s.op, f"{s.type}::{s.name}") for s in log.changed() if not engine.is_chart_child(s)}
+        diffs = {f"{s.type}::{s.name}": set(s.diffs) for s in log.changed()}
+        assert got == want, f"engine {sorted(got)} vs review {sorted(want)}; engine's diffs {diffs}"
+        fields = {c.label: {f.path for f in c.fields} for c in expected.changes if c.action == "update"}
+        assert {k: v for k, v in diffs.items() if k in fields} == fields, (diffs, fields)
+        report.append(
+            "engine preview of the quota change, as tpu-platform review: "
+            + "; ".join(f"{op} {name} ({', '.join(sorted(diffs[name]))})" for op, name in sorted(got))
+        )
+
+        with timed("up (quota change)"):
+            result = stack.up(on_event=engine.StepLog())
+        assert result.summary.result == "succeeded", result.stderr
+        queue = cluster.admin.get("kueue.x-k8s.io/v1beta2", "ClusterQueue", "research-cq")
+        limit = queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0].get("borrowingLimit")
+        assert limit == "0", queue["spec"]  # a Quantity, as the API server returns it
+
+        with timed("up (no change)"):
+            log = engine.StepLog()
+            result = stack.up(on_event=log)
+        assert not log.changed(), log.changed()
+        assert set(result.summary.resource_changes or {}) <= {"same"}, result.summary.resource_changes
+
+        with timed("destroy"):
+            destroyed = stack.destroy(on_event=engine.StepLog())
+        assert destroyed.summary.result == "succeeded", destroyed.stderr
+    finally:
+        controllers.stop()
+    time.sleep(1)
+    left = snapshot.left_behind(before, snapshot.objects(cluster.admin))
+    assert not left, left
+    report.append("engine destroy: no object left behind")
+
+
+@pytest.mark.filterwarnings("ignore:Error in event stream")  # the killed CLI's event log ends mid-line
+def test_an_up_killed_mid_way_is_finished_by_the_next_one(
+    cluster: LiveCluster, report: Report, tmp_path: Path
+) -> None:
+    """SIGKILL to the CLI and its provider while ``up`` creates: the state keeps pending operations
+    and a lock. ``pulumi cancel``, ``pulumi refresh --clear-pending-creates`` and ``up`` converge to
+    the plan (``up`` alone succeeds but keeps the pending creates in the state), and ``destroy``
+    still leaves nothing behind."""
+    binaries = engine.upstream_binaries()
+    eng = engine.PulumiEngine(tmp_path / "pulumi", binaries.cli, binaries.provider, binaries.provider_version)
+    config = engine_config(cluster)
+    (tmp_path / "plan").mkdir()
+    plan = offline_plan(tmp_path / "plan", config)
+    controllers = chart_controllers(cluster, plan)
+    before = snapshot.objects(cluster.admin)
+    stack = eng.stack(STACK, program_with(controllers), config)
+    timed = engine.Timer(report)
+    outcome: dict[str, Exception | None] = {}
+
+    def run_up() -> None:
+        try:
+            stack.up(on_event=engine.StepLog())
+            outcome["up"] = None
+        except auto.CommandError as err:  # asserted below: the killed run must fail
+            outcome["up"] = err
+
+    try:
+        worker = threading.Thread(target=run_up, daemon=True)
+        worker.start()
+
+        def midway() -> bool:  # JobSet's chart being applied, the platform's own objects not yet
+            crds = {c["metadata"]["name"] for c in cluster.admin.list(CRD, "CustomResourceDefinition")}
+            names = {n["metadata"]["name"] for n in cluster.admin.list("v1", "Namespace")}
+            return "jobsets.jobset.x-k8s.io" in crds and "tpu-hotswap" not in names
+
+        wait_for("up half-way (JobSet's CRD created)", midway, 120, interval=0.1)
+        killed = eng.kill_all()
+        worker.join(60)
+        assert killed and isinstance(outcome.get("up"), Exception), (killed, outcome)
+        pending = eng.pending_operations(STACK)
+        report.append(f"engine killed mid-up: {len(killed)} processes, {len(pending)} pending operations")
+
+        # The recovery upstream names (pkg/resource/deploy/deployment_executor.go, the warning on
+        # pending operations): the lock away, a refresh that clears the interrupted creates (their
+        # objects may exist: the provider's server-side apply takes them over), then up.
+        with timed("recovery after the kill: pulumi cancel, refresh --clear-pending-creates, up"):
+            stack.cancel()
+            stack.refresh(clear_pending_creates=True, on_event=engine.StepLog())
+            assert not eng.pending_operations(STACK)
+            result = stack.up(on_event=engine.StepLog())
+        assert result.summary.result == "succeeded", result.stderr
+        mismatches = engine.plan_mismatches(plan, eng.resources(STACK))
+        assert not mismatches, "\n".join(mismatches)
+        log = engine.StepLog()
+        stack.up(on_event=log)
+        assert not log.changed(), log.changed()
+        destroyed = stack.destroy(on_event=engine.StepLog())
+        assert destroyed.summary.result == "succeeded", destroyed.stderr
+    finally:
+        eng.kill_all()
+        controllers.stop()
+    left = snapshot.left_behind(before, snapshot.objects(cluster.admin))
+    assert not left, left
