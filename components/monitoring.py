@@ -60,7 +60,7 @@ class Monitoring(pulumi.ComponentResource):
             parent=self, provider=args.provider, depends_on=list(args.kueue_ready)
         )
         gmp = cfg.managed_prometheus  # PodMonitoring and Rules need GMP's CRDs on the cluster
-        google = cfg.cluster.mode != "kubeconfig"  # Cloud Monitoring objects are Google resources
+        google = not cfg.cluster.reached_by_kubeconfig  # Cloud Monitoring objects are Google resources
         targets = [
             t
             for t, on in ((scrape.KUEUE, mon.kueue_metrics), (scrape.JOBSET, mon.jobset_metrics))

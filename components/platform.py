@@ -60,7 +60,7 @@ class TpuPlatform(pulumi.ComponentResource):
                 opts=child,
             ).ready
         self.services = services
-        if cfg.cluster.mode == "kubeconfig":
+        if cfg.cluster.reached_by_kubeconfig:
             # The Kubernetes half alone: the slices are the cluster's existing node pools.
             self.cluster = ExistingCluster(f"{name}-cluster", cfg.cluster, opts=child)
         else:

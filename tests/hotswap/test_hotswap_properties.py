@@ -32,7 +32,7 @@ from tpu_platform.hotswap.core import (
     node_dead_since,
     select_victims,
 )
-from tpu_platform.hotswap.core.preemption import _Queue
+from tpu_platform.hotswap.core.victims import VictimQueue
 from tpu_platform.testing.hotswap_builders import (
     fail_node,
     make_jobset,
@@ -380,7 +380,7 @@ def test_shared_queue_matches_selecting_afresh_per_beneficiary(
 ) -> None:
     """The planner's sorted-once queue picks what select_victims would pick from the eligible rest."""
     cands, benes = case
-    queue = _Queue(cands)
+    queue = VictimQueue(cands)
     used: set[str] = set()
     for priority, need in benes:
         fresh = select_victims([c for c in cands if c.priority < priority and c.key not in used], need)

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tpu_platform.hotswap.core import Candidate, JobSet, Pod, Snapshot, decide, select_victims
-from tpu_platform.hotswap.core.preemption import _Queue, set_rank
+from tpu_platform.hotswap.core.victims import VictimQueue, set_rank
 from tpu_platform.testing.hotswap_builders import (
     make_jobset,
     make_nodes,
@@ -127,5 +127,5 @@ def test_selection_matches_the_brute_force_optimum(case: tuple[list[Candidate], 
     for c in chosen:
         rest = [o for o in chosen if o is not c]
         assert sum(len(o.pools) for o in rest) < need, "every victim is necessary"
-    queued = _Queue(cands).select(need, alive=lambda c: True, skip=lambda c: False)
+    queued = VictimQueue(cands).select(need, alive=lambda c: True, skip=lambda c: False)
     assert queued == chosen

@@ -34,7 +34,7 @@ import yaml
 from pulumi import automation as auto
 from tpu_platform.components.program import stack_program
 
-from tests.live.cluster import LiveCluster, engine, engine_addons, snapshot
+from tests.live.cluster import LiveCluster, engine, engine_addons, engine_state, snapshot
 from tests.live.cluster.addons import chart_workdir
 from tests.live.cluster.charts import UPSTREAM, render
 from tests.live.cluster.figures import Report
@@ -164,11 +164,11 @@ def test_pulumi_up_change_and_destroy_on_the_real_engine(
         with timed("preview (create)"):
             log = engine.StepLog()
             stack.preview(on_event=log)
-        planned = engine.planned_labels(base_plan)
+        planned = engine_state.planned_labels(base_plan)
         previewed = {
             f"{s.type}::{s.name}"
             for s in log.changed()
-            if s.op == "create" and not engine.is_chart_child(s) and s.type not in engine.NOT_IN_PLAN
+            if s.op == "create" and not engine.is_chart_child(s) and s.type not in engine_state.NOT_IN_PLAN
         }
         only = f"engine only {sorted(previewed - planned)}, plan only {sorted(planned - previewed)}"
         assert previewed == planned, only
@@ -179,23 +179,23 @@ def test_pulumi_up_change_and_destroy_on_the_real_engine(
         assert result.summary.result == "succeeded", result.stderr
 
         resources = eng.resources(STACK)
-        mismatches = engine.plan_mismatches(base_plan, resources)
+        mismatches = engine_state.plan_mismatches(base_plan, resources)
         assert not mismatches, "\n".join(mismatches)
-        children = engine.chart_children(resources)
+        children = engine_state.chart_children(resources)
         for controller in controllers.by_namespace.values():
-            chart = engine.chart_resource_name(base_plan, controller.chart.release)
-            rendered = engine.rendered_objects(controller.chart)
+            chart = engine_state.chart_resource_name(base_plan, controller.chart.release)
+            rendered = engine_state.rendered_objects(controller.chart)
             assert children[chart] == rendered, (chart, sorted(children[chart] ^ rendered))
         report.append(
-            f"engine: {len(resources)} resources registered; the {len(engine.comparable(resources))} "
+            f"engine: {len(resources)} resources registered; the {len(engine_state.comparable(resources))} "
             "the plan shows have its type, name, parent, dependencies, provider and inputs; the charts' "
             "children are helm template's objects ("
             + ", ".join(f"{name} {len(objs)}" for name, objs in sorted(children.items()))
             + ")"
         )
         kubeconfig = config["tpu-platform:cluster"]["kubeconfig"]
-        assert engine.leaked_secrets(json.dumps(config), kubeconfig), "the check finds a key where one is"
-        leaked = engine.leaked_secrets(eng.state_file(STACK).read_text(), kubeconfig)
+        assert engine_state.leaked_secrets(json.dumps(config), kubeconfig), "the check finds a key"
+        leaked = engine_state.leaked_secrets(eng.state_file(STACK).read_text(), kubeconfig)
         assert not leaked, f"in plain text in {eng.state_file(STACK)}: {leaked}"
 
         eng.write_config(STACK, changed)
@@ -289,7 +289,7 @@ def test_an_up_killed_mid_way_is_finished_by_the_next_one(
             assert not eng.pending_operations(STACK)
             result = stack.up(on_event=engine.StepLog())
         assert result.summary.result == "succeeded", result.stderr
-        mismatches = engine.plan_mismatches(plan, eng.resources(STACK))
+        mismatches = engine_state.plan_mismatches(plan, eng.resources(STACK))
         assert not mismatches, "\n".join(mismatches)
         log = engine.StepLog()
         stack.up(on_event=log)

@@ -141,6 +141,11 @@ class ClusterConfig(StackModel):
         return block
 
     @property
+    def reached_by_kubeconfig(self) -> bool:
+        """``mode: kubeconfig``: a cluster the stack neither creates nor adopts; no Google resource."""
+        return self.mode == "kubeconfig"
+
+    @property
     def access(self) -> ControlPlaneAccess:
         """How ``pulumi up`` reaches the control plane (see ``config.network``)."""
         if self.control_plane_access is not None:

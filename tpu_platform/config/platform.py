@@ -91,7 +91,7 @@ class PlatformConfig(StackModel):
         on a cluster reached only through a kubeconfig."""
         if self.monitoring.managed_prometheus is not None:
             return self.monitoring.managed_prometheus
-        return self.cluster.mode != "kubeconfig"
+        return not self.cluster.reached_by_kubeconfig
 
     @property
     def cluster_location(self) -> str:

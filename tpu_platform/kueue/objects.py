@@ -261,7 +261,7 @@ def queue_objects(cfg: PlatformConfig) -> QueueObjects:
     return QueueObjects(
         namespaces=namespaces,
         resource_flavors=[
-            resource_flavor(f, existing_pools=cfg.cluster.mode == "kubeconfig") for f in flavors(cfg, plan)
+            resource_flavor(f, existing_pools=cfg.cluster.reached_by_kubeconfig) for f in flavors(cfg, plan)
         ],
         cohorts=[cohort(cfg, c, plan) for c in cfg.cohorts],
         cluster_queues={

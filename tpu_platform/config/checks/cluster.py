@@ -29,7 +29,7 @@ def check_cluster(cfg: PlatformConfig) -> Problems:
                 "only applies when the platform creates the cluster (mode: create); "
                 f"remove it with mode: {cluster.mode}",
             )
-    if cluster.mode == "kubeconfig":
+    if cluster.reached_by_kubeconfig:
         for key, value in (
             ("location", cluster.location),
             ("controlPlaneAccess", cluster.control_plane_access),
@@ -40,7 +40,7 @@ def check_cluster(cfg: PlatformConfig) -> Problems:
                     "mode: kubeconfig reaches the cluster through its kubeconfig and context; remove it",
                 )
     for key, value in (("kubeconfig", cluster.kubeconfig), ("context", cluster.context)):
-        if value is not None and cluster.mode != "kubeconfig":
+        if value is not None and not cluster.reached_by_kubeconfig:
             problems.add(
                 ("cluster", key),
                 "only applies with mode: kubeconfig; remove it, or set mode: kubeconfig to run only the "

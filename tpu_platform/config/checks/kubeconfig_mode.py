@@ -16,14 +16,14 @@ from ..problems import Problems
 def check_kubeconfig_mode(cfg: PlatformConfig) -> Problems:
     problems = Problems()
     if cfg.fleet is not None:
-        if cfg.fleet.manager.cluster.mode == "kubeconfig":  # workers: check_workers requires create
+        if cfg.fleet.manager.cluster.reached_by_kubeconfig:  # workers: check_workers requires create
             problems.add(
                 ("fleet", "manager", "cluster", "mode"),
                 "a fleet wires MultiKueue between GKE clusters it creates or adopts; mode: kubeconfig is "
                 "for one existing cluster: use create or adopt here",
             )
         return problems
-    if cfg.cluster.mode != "kubeconfig":
+    if not cfg.cluster.reached_by_kubeconfig:
         return problems
     hotswap = cfg.hotswap
     if hotswap.enabled and hotswap.image is None:

@@ -93,7 +93,7 @@ from tpu_platform.hotswap.core.model import (
     is_preemptible,
     topology_chips,
 )
-from tpu_platform.hotswap.core.preemption import Candidate, Preemption, select_victims, work_lost_seconds
+from tpu_platform.hotswap.core.preemption import Preemption
 from tpu_platform.hotswap.core.reconcile import Decision, decide, reconcile
 from tpu_platform.hotswap.core.settings import (
     Settings,
@@ -104,6 +104,7 @@ from tpu_platform.hotswap.core.settings import (
     settings_schema,
 )
 from tpu_platform.hotswap.core.timeutil import format_time, parse_time
+from tpu_platform.hotswap.core.victims import Candidate, select_victims, work_lost_seconds
 
 __all__ = [
     "GONE",

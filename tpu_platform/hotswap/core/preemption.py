@@ -20,7 +20,7 @@ another team its work.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 
 from tpu_platform.hotswap.core import constants as k
@@ -29,26 +29,20 @@ from tpu_platform.hotswap.core.actions import AnnotateJobSet, EmitEvent, Evictio
 from tpu_platform.hotswap.core.draining import still_draining
 from tpu_platform.hotswap.core.health import PoolState, PoolStatus
 from tpu_platform.hotswap.core.index import ClusterIndex
-from tpu_platform.hotswap.core.model import PENDING, JobSet, NodePool, Pod, is_preemptible
+from tpu_platform.hotswap.core.model import PENDING, JobSet, NodePool, is_preemptible
+from tpu_platform.hotswap.core.reservations import Reservation, continue_reservations, read_reservations
 from tpu_platform.hotswap.core.settings import Settings
 from tpu_platform.hotswap.core.tenancy import tenant_key, tenant_label
-from tpu_platform.hotswap.core.timeutil import CLOCK_SKEW_SECONDS, format_time, parse_time
+from tpu_platform.hotswap.core.timeutil import format_time
+from tpu_platform.hotswap.core.victims import (
+    Candidate,
+    VictimQueue,
+    restart_budget_left,
+    work_lost_seconds,
+)
 
 Shape = tuple[str, str]
 """(accelerator, topology)"""
-
-
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """A possible victim: the pools it would free for this shape and what preempting it costs."""
-
-    key: str
-    priority: int
-    cost: int
-    """Estimated work lost, in chip-seconds (all its slices restart)."""
-    pools: tuple[str, ...]
-    pods: tuple[Pod, ...]
-    """Its running (non-terminating, bound) pods: all are evicted."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,14 +59,6 @@ class Preemption:
     """Pools where the beneficiary was already partly placed; every victim there had to go."""
 
 
-@dataclass(frozen=True, slots=True)
-class Reservation:
-    pool: str
-    beneficiary: str
-    victim: str
-    at: float
-
-
 @dataclass(slots=True)
 class PreemptionPlan:
     evictions: list[EvictPod]
@@ -82,297 +68,8 @@ class PreemptionPlan:
     notes: list[str]
 
 
-def work_lost_seconds(js: JobSet, now: float) -> float:
-    """Seconds of progress a restart would throw away: since the last checkpoint if known, else the
-    position within the checkpoint interval, else the whole run."""
-    start = js.running_since if js.running_since is not None else js.created
-    if js.last_checkpoint is not None:
-        return max(0.0, now - max(start, js.last_checkpoint))
-    elapsed = max(0.0, now - start)
-    if js.checkpoint_interval:
-        return elapsed % js.checkpoint_interval
-    return elapsed
-
-
-def restart_budget_left(js: JobSet) -> bool:
-    """True if one more disruption does not push the JobSet past maxRestarts (so it would not fail)."""
-    return js.disruption_ignores_max_restarts or js.restarts < js.max_restarts
-
-
-def _order(c: Candidate) -> tuple[int, int, str]:
-    """Within one priority level: least work lost, then fewest slices (a bigger victim than needed
-    leaves freed slices idle), then name for determinism."""
-    return (c.cost, len(c.pools), c.key)
-
-
-def set_rank(chosen: Iterable[Candidate]) -> tuple[int, int, int, int]:
-    """How a victim set is judged, smallest best: the lowest highest priority harmed, then least work
-    lost, then fewest victims, then fewest slices freed.
-
-    kube-scheduler takes the node whose highest-priority victim has the lowest priority (after PDB
-    violations; kubernetes/kubernetes ``pkg/scheduler/framework/preemption/preemption.go``,
-    ``pickOneNodeForPreemption``) and Kueue preempts lower priorities first
-    (https://kueue.sigs.k8s.io/docs/concepts/preemption/); taking a higher-priority victim because it
-    loses less work would let its restart preempt the lower one too."""
-    items = tuple(chosen)
-    return (
-        max((c.priority for c in items), default=-(2**63)),
-        sum(c.cost for c in items),
-        len(items),
-        sum(len(c.pools) for c in items),
-    )
-
-
-def select_victims(candidates: Iterable[Candidate], need: int) -> tuple[Candidate, ...] | None:
-    """Best set freeing at least ``need`` slices by :func:`set_rank`; None if all together free fewer.
-
-    The highest priority in the best set is the lowest priority level P at which the candidates of
-    priority <= P can free ``need`` slices at all; among those candidates the set is a 0/1 covering
-    knapsack over the slices still needed (``need`` is small: the slices of one JobSet), minimising
-    (work lost, victims, slices). A best set never holds more than ceil(need/f) candidates freeing f
-    slices (each victim is necessary), so only that many of the best per size are kept; the cost stays
-    linear in the number of candidates.
-    """
-    if need <= 0:
-        return ()
-    by_level: dict[int, list[Candidate]] = {}
-    for c in candidates:
-        if c.pools:
-            by_level.setdefault(c.priority, []).append(c)
-    pruned = _Pruned(need)
-    for level in sorted(by_level):
-        for c in sorted(by_level[level], key=_order):
-            pruned.offer(c)
-        if pruned.capacity() >= need:
-            return _cover(pruned.kept(), need)
-    return None
-
-
-class _Pruned:
-    """The best ceil(need/f) candidates per slices-freed f (capped at ``need``), by :func:`_order`.
-
-    Candidates are offered level by level; a later level's candidate can still displace an earlier
-    one of the same size if it loses less work (both are at most the final level P)."""
-
-    __slots__ = ("_by_size", "_need")
-
-    def __init__(self, need: int) -> None:
-        self._need = need
-        self._by_size: dict[int, list[Candidate]] = {}
-
-    def offer(self, c: Candidate) -> None:
-        f = min(len(c.pools), self._need)
-        limit = -(-self._need // f)
-        items = self._by_size.setdefault(f, [])
-        if len(items) < limit:
-            items.append(c)
-        elif _order(c) < _order(items[-1]):
-            items[-1] = c
-        else:
-            return
-        items.sort(key=_order)
-
-    def capacity(self) -> int:
-        return sum(f * len(items) for f, items in self._by_size.items())
-
-    def kept(self) -> list[Candidate]:
-        return sorted(
-            (c for items in self._by_size.values() for c in items), key=lambda c: (c.priority, *_order(c))
-        )
-
-
-def _cover(kept: list[Candidate], need: int) -> tuple[Candidate, ...] | None:
-    """The DP of :func:`select_victims`: min (work lost, victims, slices) over sets of ``kept``."""
-    # best[j]: (cost, victims, slices, indices) of the best set freeing at least j slices.
-    best: list[tuple[int, int, int, tuple[int, ...]] | None] = [None] * (need + 1)
-    best[0] = (0, 0, 0, ())
-    for i, c in enumerate(kept):
-        f = len(c.pools)
-        for j in range(need, -1, -1):
-            src = best[j]
-            if src is None:
-                continue
-            target = min(need, j + f)
-            cand = (src[0] + c.cost, src[1] + 1, src[2] + f, (*src[3], i))
-            cur = best[target]
-            if cur is None or cand < cur:
-                best[target] = cand
-    final = best[need]
-    if final is None:
-        return None
-    return tuple(kept[i] for i in final[3])
-
-
-class _Level:
-    """One priority level's candidates, sorted once and grouped by slices freed, with dead ones
-    unlinked the first time they are seen."""
-
-    __slots__ = ("_head", "_items", "_next")
-
-    def __init__(self, candidates: Iterable[Candidate]) -> None:
-        by_size: dict[int, list[Candidate]] = {}
-        for c in sorted(candidates, key=_order):
-            by_size.setdefault(len(c.pools), []).append(c)
-        self._items = {size: by_size[size] for size in sorted(by_size)}
-        self._next = {size: list(range(1, len(items) + 1)) for size, items in self._items.items()}
-        self._head = dict.fromkeys(self._items, 0)
-
-    def empty(self) -> bool:
-        return all(self._head[size] >= len(items) for size, items in self._items.items())
-
-    def offer_to(
-        self,
-        pruned: _Pruned,
-        need: int,
-        alive: Callable[[Candidate], bool],
-        skip: Callable[[Candidate], bool],
-    ) -> None:
-        """Offer the few candidates per size that can matter: ceil(need/size) below ``need``, and
-        the best one of each size at or above it."""
-        for size in self._items:
-            count = -(-need // size) if size < need else 1
-            for c in self._first(size, count, alive, skip):
-                pruned.offer(c)
-
-    def _first(
-        self, size: int, count: int, alive: Callable[[Candidate], bool], skip: Callable[[Candidate], bool]
-    ) -> list[Candidate]:
-        items, nxt = self._items[size], self._next[size]
-        out: list[Candidate] = []
-        prev = -1
-        i = self._head[size]
-        while i < len(items) and len(out) < count:
-            if alive(items[i]):
-                if not skip(items[i]):
-                    out.append(items[i])
-                prev = i
-            elif prev < 0:
-                self._head[size] = nxt[i]
-            else:
-                nxt[prev] = nxt[i]
-            i = nxt[i]
-        return out
-
-
-class _Queue:
-    """One shape's candidates, sorted once by priority level, shared by all beneficiaries.
-
-    Beneficiaries come highest priority first and the pools and victims they take stay taken, so a
-    candidate that is not eligible for one beneficiary is not eligible for any later one: it is
-    unlinked the first time it is seen, and each beneficiary looks at no more candidates per level
-    than :func:`select_victims` would keep after pruning (plus those it unlinks). Levels are few
-    (one per PriorityClass in use).
-    """
-
-    __slots__ = ("_levels",)
-
-    def __init__(self, candidates: Iterable[Candidate]) -> None:
-        by_level: dict[int, list[Candidate]] = {}
-        for c in candidates:
-            if c.pools:
-                by_level.setdefault(c.priority, []).append(c)
-        self._levels = [(level, _Level(by_level[level])) for level in sorted(by_level)]
-
-    def select(
-        self, need: int, *, alive: Callable[[Candidate], bool], skip: Callable[[Candidate], bool]
-    ) -> tuple[Candidate, ...] | None:
-        """Same result as ``select_victims`` over the candidates that are ``alive`` and not ``skip``ped.
-
-        ``alive`` must stay false once false for every later call (they are unlinked); ``skip`` only
-        applies to this call.
-        """
-        if need <= 0:
-            return ()
-        pruned = _Pruned(need)
-        for _, level in self._levels:
-            level.offer_to(pruned, need, alive, skip)
-            if pruned.capacity() >= need:
-                return _cover(pruned.kept(), need)
-        self._levels = [(p, level) for p, level in self._levels if not level.empty()]
-        return None
-
-
-RESERVATION_CLOCK_SKEW_SECONDS = CLOCK_SKEW_SECONDS
-"""A ``preempted-at`` later than now by more than this is ignored: only a forger (or a broken clock)
-writes a time in the future, and honouring one would hold a pool for as long as the forger likes."""
-MAX_RESERVED_POOLS = 64
-"""Pools read from one ``preempted-pools`` value, at most (a victim frees at most its own slices)."""
-
-
-def read_reservations(
-    idx: ClusterIndex, settings: Settings, now: float, notes: list[str] | None = None
-) -> dict[str, Reservation]:
-    """Pools freed by earlier preemptions that are still on their way to the beneficiary.
-
-    A reservation holds while younger than the settle time, or while the victim's pods from before
-    the preemption are still on the pool (draining; their eviction may also have been refused).
-
-    Only a record the controller could have written counts: on a managed JobSet (the only kind it
-    preempts), naming an existing managed beneficiary of strictly higher priority and the same slice
-    shape that still has pods waiting, at a time not in the future, for pools of the victim's shape
-    (no more of them than the victim has slices) that no third workload holds. The admission policy
-    keeps anyone else from writing these annotations; these checks keep a record that got past it
-    anyway from steering decisions.
-    """
-    out: dict[str, Reservation] = {}
-    for key, js in idx.jobsets.items():
-        ann = js.annotations
-        beneficiary = ann.get(k.PREEMPTED_FOR_ANNOTATION) if ann else None
-        if not beneficiary:
-            continue
-        at = parse_time(ann.get(k.PREEMPTED_AT_ANNOTATION))
-        if at is None:
-            continue
-        why = _forged(idx, js, beneficiary, at, now)
-        if why:
-            if notes is not None:
-                notes.append(f"{key}: preemption record ignored ({why})")
-            continue
-        named = ann.get(k.PREEMPTED_POOLS_ANNOTATION, "")[: MAX_RESERVED_POOLS * 64].split(",")
-        pools = [p.strip() for p in named[:MAX_RESERVED_POOLS] if p.strip()]
-        pools = [
-            p
-            for p in pools
-            if p in idx.pools and (idx.pools[p].accelerator, idx.pools[p].topology) == _shape(js)
-        ]
-        for pool in sorted(set(pools))[: js.slices]:
-            if any(
-                p.uses_accelerator and not p.terminating and p.jobset not in (js.key, beneficiary)
-                for p in idx.pods_by_pool[pool]
-            ):
-                continue  # a third workload holds the pool: nothing is on its way to the beneficiary
-            old_pods = any(
-                p.jobset == js.key and (p.terminating or p.created <= at) for p in idx.pods_by_pool[pool]
-            )
-            if now - at < settings.preemption_settle_seconds or old_pods:
-                prev = out.get(pool)
-                if prev is None or prev.at < at:
-                    out[pool] = Reservation(pool, beneficiary, js.key, at)
-    return out
-
-
-def _shape(js: JobSet) -> Shape:
-    return (js.accelerator, js.topology)
-
-
 def _pool_shape(pool: NodePool) -> Shape:
     return (pool.accelerator, pool.topology)
-
-
-def _forged(idx: ClusterIndex, victim: JobSet, beneficiary: str, at: float, now: float) -> str:
-    """Why this preemption record cannot be one the controller wrote ('' if it can be)."""
-    if victim.key not in idx.managed:
-        return "not a managed JobSet"
-    if at > now + RESERVATION_CLOCK_SKEW_SECONDS:
-        return "preempted-at is in the future"
-    other = idx.jobsets.get(beneficiary)
-    if other is None or beneficiary not in idx.managed:
-        return f"beneficiary {beneficiary[:80]!r} is not a managed JobSet"
-    if other.priority <= victim.priority or _shape(other) != _shape(victim):
-        return "beneficiary is not of higher priority and the same slice shape"
-    if not any(p.node is None and not p.terminating for p in idx.pods_of(beneficiary)):
-        return "beneficiary is not waiting for slices"
-    return ""
 
 
 @dataclass(slots=True)
@@ -450,7 +147,7 @@ def plan_preemptions(
     benes = _beneficiaries(idx, settings, now, plan.notes)
     reservations = read_reservations(idx, settings, now, plan.notes)
     active = {b.js.key for b in benes}
-    _continue_reservations(idx, reservations, active, plan)
+    plan.evictions.extend(continue_reservations(idx, reservations, active))
     if not benes:
         return plan
 
@@ -489,7 +186,7 @@ def plan_preemptions(
         reserved_victims=reserved_victims,
         avoid=avoid,
     )
-    queues: dict[tuple[Shape, str | None], _Queue] = {}
+    queues: dict[tuple[Shape, str | None], VictimQueue] = {}
 
     used_pools: set[str] = set()
     used_victims: set[str] = set()
@@ -543,7 +240,7 @@ def plan_preemptions(
             # A restricted tenant's own queue: eligibility stays monotonic within it as in the shared one.
             queue = queues.get((shape, own_only))
             if queue is None:
-                queue = queues[(shape, own_only)] = _Queue(
+                queue = queues[(shape, own_only)] = VictimQueue(
                     v.candidate
                     for key, v in victims.items()
                     if v.shape == shape
@@ -790,29 +487,6 @@ def _record(
             cleared_pools=cleared,
         )
     )
-
-
-def _continue_reservations(
-    idx: ClusterIndex, reservations: Mapping[str, Reservation], active: set[str], plan: PreemptionPlan
-) -> None:
-    """Re-issue evictions that did not take (e.g. refused by a PDB) while the beneficiary still waits.
-
-    Only the victim's pods from before the preemption are evicted; its restarted pods are left alone.
-    """
-    for pool in sorted(reservations):
-        r = reservations[pool]
-        if r.beneficiary not in active:
-            continue
-        for p in idx.pods_by_pool[pool]:
-            if p.jobset == r.victim and not p.terminating and p.created <= r.at:
-                plan.evictions.append(
-                    EvictPod.of(
-                        p,
-                        EvictionCause.PREEMPTION,
-                        pool,
-                        f"completing preemption of {r.victim} for {r.beneficiary}",
-                    )
-                )
 
 
 def _int(text: str | None) -> int:
