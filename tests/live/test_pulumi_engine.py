@@ -40,6 +40,7 @@ from tests.live.cluster.charts import UPSTREAM, render
 from tests.live.cluster.figures import Report
 from tests.live.cluster.kube import wait_for
 from tests.live.cluster.nodes import KWOK_ANNOTATION, MANAGED
+from tests.live.cluster.rendered import load_plan
 from tpu_platform.plan.changes import review
 
 REPO = Path(__file__).resolve().parents[2]
@@ -47,6 +48,17 @@ STACK = "engine"
 CHART = "kubernetes:helm.sh/v4:Chart"
 SYSTEM_NODE = "system-0"
 CRD = "apiextensions.k8s.io/v1"
+
+
+# The committed local plan against this test's: the stack's name (the root component's parent),
+# the kubeconfig and context of this control plane, the charts' folders.
+SET_BY_THE_TEST = {
+    ("tpu-platform:index:Platform::tpu", "parent"),
+    ("kubernetes:helm.sh/v4:Chart::tpu-kueue-jobset", "chart"),
+    ("kubernetes:helm.sh/v4:Chart::tpu-kueue-kueue", "chart"),
+    ("pulumi:providers:kubernetes::tpu-cluster-k8s", "context"),
+    ("pulumi:providers:kubernetes::tpu-cluster-k8s", "kubeconfig"),
+}
 
 
 def system_node() -> dict[str, Any]:
@@ -181,6 +193,9 @@ def test_pulumi_up_change_and_destroy_on_the_real_engine(
         resources = eng.resources(STACK)
         mismatches = engine_state.plan_mismatches(base_plan, resources)
         assert not mismatches, "\n".join(mismatches)
+        # ... and that plan is the committed plans/local.yaml but for what this test sets.
+        drift = review("local", load_plan("local"), base_plan)
+        assert {(c.label, f.path) for c in drift.changes for f in c.fields} == SET_BY_THE_TEST, drift
         children = engine_state.chart_children(resources)
         for controller in controllers.by_namespace.values():
             chart = engine_state.chart_resource_name(base_plan, controller.chart.release)
