@@ -35,7 +35,7 @@ from pulumi import automation as auto
 from tpu_platform.components.program import stack_program
 
 from tests.live.cluster import LiveCluster, engine, engine_addons, engine_state, snapshot
-from tests.live.cluster.addons import chart_workdir
+from tests.live.cluster.addons import chart_inputs_from_plan, chart_workdir
 from tests.live.cluster.charts import UPSTREAM, render
 from tests.live.cluster.figures import Report
 from tests.live.cluster.kube import wait_for
@@ -134,7 +134,7 @@ def chart_controllers(cluster: LiveCluster, plan: dict[str, Any]) -> engine_addo
     paths = cluster.paths
     controllers = []
     for release in ("jobset", "kueue"):
-        inputs = engine.chart_inputs(plan, release)
+        inputs = chart_inputs_from_plan(plan, release)
         chart = render(paths["helm"], inputs, chart_workdir(cluster.cp, inputs), cluster.kube_version)
         controllers.append(engine_addons.LocalController(cluster.cp, cluster.admin, paths[release], chart))
     return engine_addons.ChartControllers(controllers)

@@ -1,8 +1,10 @@
 """A chart folder given in place of the upstream registry must hold the version the platform pins.
 
-Helm reads a local folder as it is and ignores the requested version (helm ``LocateChart``: a path
-that exists is used without a version check), so a stale mirror would install silently; this
-check reads the folder's ``Chart.yaml`` first and names the key to fix.
+Helm reads a local folder as it is and ignores the requested version (helm v3.18.6
+``pkg/action/install.go`` ``ChartPathOptions.LocateChart``: a path that exists is returned without a
+version check; pulumi-kubernetes v4.25.0's ``helm.sh/v4:Chart`` locates charts through it,
+``provider/pkg/helm/tool.go``), so a stale mirror would install silently; this check reads the
+folder's ``Chart.yaml`` first and names the key to fix.
 """
 
 from __future__ import annotations

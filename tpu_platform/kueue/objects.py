@@ -101,8 +101,10 @@ def resource_flavor(flavor: Flavor, *, existing_pools: bool = False) -> dict[str
 
 
 def _resource_quota(quota: FlavorQuota) -> dict[str, Any]:
-    """Quantities as the strings the API server stores (``resource.Quantity`` marshals to a
-    string): a number here differs from the live object on every ``pulumi preview``."""
+    """Quantities as the strings the API server stores (k8s.io/apimachinery
+    ``pkg/api/resource/quantity.go``: ``Quantity.MarshalJSON`` writes a string): a number here
+    differed from the live object, and the real engine previewed every queue as an update on any
+    change (``tests/live/test_pulumi_engine.py``)."""
     entry: dict[str, Any] = {"name": TPU_RESOURCE, "nominalQuota": str(quota.nominal_chips)}
     if quota.borrowing_limit_chips is not None:
         entry["borrowingLimit"] = str(quota.borrowing_limit_chips)

@@ -12,6 +12,7 @@ nothing is written outside the session's folder but the two empty mount points.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shlex
@@ -54,18 +55,19 @@ def service_account_token(kube: Kube, namespace: str, name: str, seconds: int = 
     return str(kube.request("POST", path, body)["status"]["token"])
 
 
+def crd_established(kube: Kube, name: str) -> bool:
+    """Whether the API server serves CRD ``name`` (condition Established); raises if it is absent."""
+    got = kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", name)
+    conds = (got.get("status") or {}).get("conditions") or []
+    return any(c["type"] == "Established" and c["status"] == "True" for c in conds)
+
+
 def install_crds(kube: Kube, crds: list[dict[str, Any]], webhook_url: str, ca_pem: bytes) -> None:
     for crd in crds:
         kube.apply(charts.local_conversion(crd, webhook_url, ca_pem))
     for crd in crds:
         name = crd["metadata"]["name"]
-
-        def established(name: str = name) -> bool:
-            got = kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", name)
-            conds = (got.get("status") or {}).get("conditions") or []
-            return any(c["type"] == "Established" and c["status"] == "True" for c in conds)
-
-        wait_for(f"CRD {name} established", established, 60)
+        wait_for(f"CRD {name} established", functools.partial(crd_established, kube, name), 60)
 
 
 def _config_from_chart(chart: charts.RenderedChart) -> dict[str, Any]:

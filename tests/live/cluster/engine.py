@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 from pulumi import automation as auto
 
-from . import addons, binaries
+from . import binaries
 from .engine_state import is_chart_child_urn, urn_parts
 from .figures import Report
 
@@ -178,10 +178,6 @@ def upstream_binaries() -> Binaries:
     return Binaries(
         paths["pulumi"], paths["pulumi-resource-kubernetes"], versions["pulumi-resource-kubernetes"]
     )
-
-
-def chart_inputs(plan: dict[str, Any], release: str) -> dict[str, Any]:
-    return addons.chart_inputs_from_plan(plan, release)
 
 
 class Timer:

@@ -71,11 +71,8 @@ class LocalController:
 
         def created() -> bool:
             try:
-                for name in crds:
-                    got = self.kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", name)
-                    conds = (got.get("status") or {}).get("conditions") or []
-                    if not any(c["type"] == "Established" and c["status"] == "True" for c in conds):
-                        return False
+                if not all(addons.crd_established(self.kube, name) for name in crds):
+                    return False
                 self.kube.get("v1", "ServiceAccount", account, namespace)
             except ApiError as err:
                 if err.status == 404:

@@ -37,6 +37,5 @@ def _api_versions(kube: Kube) -> list[str]:
 
 
 def left_behind(before: set[tuple[str, str, str]], after: set[tuple[str, str, str]]) -> list[str]:
-    """Objects present after that were not there before, except a destroyed namespace's service
-    account token machinery (kube-root-ca.crt, the default ServiceAccount: gone with it)."""
+    """Objects present after that were not there before (``CHURN`` kinds are never listed)."""
     return sorted(f"{kind} {name} ({api})" for api, kind, name in after - before)
