@@ -54,6 +54,9 @@ class GkeCluster(pulumi.ComponentResource):
     private_endpoint: pulumi.Output[str] | None
     node_service_account: pulumi.Output[str] | None
     system_pool: gcp.container.NodePool | None
+    network: pulumi.Output[str]
+    """The cluster's VPC network: the stack's ``cluster.network`` (``default`` when unset) for a created
+    cluster, GKE's ``projects/P/global/networks/N`` for an adopted one."""
     kubeconfig: pulumi.Output[str]
     provider: k8s.Provider
 
@@ -78,8 +81,10 @@ class GkeCluster(pulumi.ComponentResource):
                 lambda configs: configs[0].dns_endpoint_configs[0].endpoint
             )
             ca = found.master_auths.apply(lambda auths: auths[0].cluster_ca_certificate)
+            self.network = found.network
         else:
             cluster = self._create(name, args)
+            self.network = pulumi.Output.from_input(cfg.network or "default")
             self.name = cluster.name
             self.location = cluster.location
             self.endpoint = cluster.endpoint

@@ -9,8 +9,10 @@ change or remove its taint and state annotations on nodes and its preemption rec
 (``tpu_platform.hotswap.admission``). Only when the settings turn on the node Lease signal
 (``leaseStaleSeconds``), a Role and RoleBinding in ``kube-node-lease`` to read the kubelets' Leases:
 access that is not granted unless it is used. Likewise only with ``hotswap.computeCorroboration``: a
-Google service account, a custom project role of the two Compute Engine read permissions bound to it,
-the Workload Identity binding that lets the controller's service account act as it, the
+Google service account; a custom project role of the calls on one VM (``instances.get``, and with the
+fence ``instances.reset``) bound to it under an IAM condition that holds only for the VMs carrying the
+cluster's TPU tag (``components/vm_scope.py``), and one of ``zoneOperations.list`` bound without; the
+Workload Identity binding that lets the controller's service account act as it, the
 ``iam.gke.io/gcp-service-account`` annotation, and a node selector for nodes with the GKE metadata
 server (``tpu_platform.hotswap.iam`` cites each).
 """
@@ -31,6 +33,7 @@ from tpu_platform.constants import LABEL_APP_NAME, LABEL_PART_OF
 from tpu_platform.hotswap import admission, deploy, iam
 
 from .kube_object import KubeObject
+from .vm_scope import HotswapVmScope
 
 APP_NAME = "hotswap-controller"
 LABELS = {LABEL_APP_NAME: APP_NAME, LABEL_PART_OF: "tpu-platform"}
@@ -52,6 +55,11 @@ class HotswapControllerArgs:
     """Whether the cluster runs Google Managed Prometheus (its PodMonitoring CRD)."""
     teams: Mapping[str, Sequence[str]] = field(default_factory=dict)
     """Each team's namespaces: the controller counts a team as one tenant."""
+    vm_scope: HotswapVmScope | None = None
+    """The tag of the cluster's TPU VMs (corroboration): the only VMs its calls on one VM may reach."""
+    tagged_node_pools: Sequence[pulumi.Resource] = field(default_factory=tuple)
+    """The node pools that carry the tag: the tag-scoped binding waits for them, so on a stack that
+    had the unconditioned grant the VMs are tagged before the grant narrows to them."""
 
 
 def pod_spec(cfg: HotswapConfig, image: Any, config_map: Any) -> dict[str, Any]:
@@ -304,12 +312,14 @@ class HotswapController(pulumi.ComponentResource):
         self.register_outputs({"namespace": self.namespace, "deployment": self.deployment.metadata.name})
 
     def _google_access(self, name: str, args: HotswapControllerArgs) -> pulumi.Output[str]:
-        """The GSA, its custom role of :func:`iam.compute_permissions` on the project, and the Workload
-        Identity binding for the controller's KSA; returns the GSA's email for the KSA annotation."""
-        if not args.project or not args.cluster_name:
+        """The GSA, its two custom roles on the project (:func:`iam.vm_permissions` under the TPU tag's
+        condition, :data:`iam.UNTAGGED_PERMISSIONS` without), and the Workload Identity binding for
+        the controller's KSA; returns the GSA's email for the KSA annotation."""
+        scope = args.vm_scope
+        if not args.project or not args.cluster_name or scope is None:
             raise ValueError(
-                "computeCorroboration needs the cluster's project and name: set HotswapControllerArgs "
-                "project and cluster_name"
+                "computeCorroboration needs the cluster's project, name and TPU VM tag: set "
+                "HotswapControllerArgs project, cluster_name and vm_scope"
             )
         cfg = args.config
         # After the cluster (and with it the project's services, iam.googleapis.com among them).
@@ -323,23 +333,48 @@ class HotswapController(pulumi.ComponentResource):
             project=args.project,
             opts=child,
         )
+        member = gsa.email.apply(lambda email: f"serviceAccount:{email}")
         role = gcp.projects.IAMCustomRole(
             f"{name}-compute-role",
             role_id=iam.role_id(args.cluster_name),
-            title=f"hotswap Compute Engine corroboration ({args.cluster_name})",
-            description="Only the calls of Compute Engine corroboration: the VM's status, its "
-            "operations, and (with the fence on) the reset of a silent VM",
-            permissions=list(iam.compute_permissions(cfg.resets_vms)),
+            title=f"hotswap Compute Engine calls on TPU VMs ({args.cluster_name})",
+            description="Only the calls of Compute Engine corroboration on one VM: its status and (with "
+            "the fence on) the reset of a silent VM; bound only for the cluster's tagged TPU VMs",
+            permissions=list(iam.vm_permissions(cfg.resets_vms)),
+            project=args.project,
+            opts=child,
+        )
+        operations = gcp.projects.IAMCustomRole(
+            f"{name}-operations-role",
+            role_id=iam.operations_role_id(args.cluster_name),
+            title=f"hotswap Compute Engine operations reads ({args.cluster_name})",
+            description="Only the listing of a VM's zone operations (its host errors and resets): "
+            "authorized on the project, read-only",
+            permissions=list(iam.UNTAGGED_PERMISSIONS),
             project=args.project,
             opts=child,
         )
         self.google_service_account = gsa
         self.compute_role = role
+        self.operations_role = operations
+        condition = scope.condition
         gcp.projects.IAMMember(
             f"{name}-compute-reader",
             project=args.project,
             role=role.name,
-            member=gsa.email.apply(lambda email: f"serviceAccount:{email}"),
+            member=member,
+            condition=gcp.projects.IAMMemberConditionArgs(
+                title=condition.apply(lambda c: c.title),
+                description=condition.apply(lambda c: c.description),
+                expression=condition.apply(lambda c: c.expression),
+            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.depends_on, *args.tagged_node_pools]),
+        )
+        gcp.projects.IAMMember(
+            f"{name}-operations-reader",
+            project=args.project,
+            role=operations.name,
+            member=member,
             opts=child,
         )
         gcp.serviceaccount.IAMMember(

@@ -25,6 +25,7 @@ from .network_policies import NetworkPolicies, NetworkPoliciesArgs
 from .priorities import Priorities, PrioritiesArgs
 from .project_services import ProjectServices, ProjectServicesArgs, needed_services
 from .tpu_slice_pool import TpuSlicePool, TpuSlicePoolArgs
+from .vm_scope import HotswapVmScope, HotswapVmScopeArgs
 from .webhook_firewall import WebhookFirewall, WebhookFirewallArgs
 
 
@@ -77,6 +78,7 @@ class TpuPlatform(pulumi.ComponentResource):
                 opts=child,
             )
         network_ready = self._private_network(name, cfg, services, child)
+        self.vm_scope = self._vm_scope(name, cfg, services, child)
         self.slices = expand_slices(cfg)
         self.slice_pools = self._slice_pools(name, cfg, child)
         # In-cluster: JobSet and Kueue (after the system pool exists to run them), then every
@@ -140,6 +142,7 @@ class TpuPlatform(pulumi.ComponentResource):
         cluster = self.cluster
         if not isinstance(cluster, GkeCluster):
             return []
+        scope = self.vm_scope
         return [
             TpuSlicePool(
                 f"{name}-{group}",
@@ -149,11 +152,33 @@ class TpuPlatform(pulumi.ComponentResource):
                     cluster_location=cluster.location,
                     slices=list(specs),
                     node_service_account=cluster.node_service_account,
+                    resource_manager_tags=scope.node_pool_tags if scope is not None else None,
+                    depends_on=scope.ready if scope is not None else (),
                 ),
                 opts=child,
             )
             for group, specs in groupby(self.slices, key=lambda spec: spec.group)
         ]
+
+    def _vm_scope(
+        self, name: str, cfg: PlatformConfig, services: list[pulumi.Resource], child: pulumi.ResourceOptions
+    ) -> HotswapVmScope | None:
+        """The tag that marks this cluster's TPU VMs, when the controller gets Google access: its
+        calls on one VM are granted only on VMs carrying it (``tpu_platform.hotswap.iam``)."""
+        cluster = self.cluster
+        corroborating = cfg.hotswap.enabled and cfg.hotswap.compute_corroboration
+        if not corroborating or not isinstance(cluster, GkeCluster):
+            return None
+        return HotswapVmScope(
+            f"{name}-hotswap-scope",
+            HotswapVmScopeArgs(
+                project=cfg.project,
+                cluster_name=cfg.cluster.name,
+                network=cluster.network,
+                depends_on=services,
+            ),
+            opts=child,
+        )
 
     def _private_network(
         self, name: str, cfg: PlatformConfig, services: list[pulumi.Resource], child: pulumi.ResourceOptions
@@ -237,6 +262,8 @@ class TpuPlatform(pulumi.ComponentResource):
                 cluster_name=cfg.cluster.name,
                 teams=cfg.team_namespaces(),
                 managed_prometheus=cfg.managed_prometheus,
+                vm_scope=self.vm_scope,
+                tagged_node_pools=[pool for group in self.slice_pools for pool in group.node_pools],
             ),
             opts=child,
         )

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from tpu_platform.config import PlatformConfig
 from tpu_platform.kueue import priority_objects
+from tpu_platform.kueue.entitlements import GRANTS_ANNOTATION, POLICY_NAME, entitlement_policy, entitlements
 
 from .kube_object import KubeObject
 
@@ -57,4 +59,26 @@ class Priorities(pulumi.ComponentResource):
                     parent=self, provider=args.provider, depends_on=list(args.kueue_ready)
                 ),
             )
+        self._entitlements(name, args)
         self.register_outputs({"priorities": sorted(self.priority_classes)})
+
+    def _entitlements(self, name: str, args: PrioritiesArgs) -> None:
+        """The admission policy that keeps each granted priority to its teams' namespaces."""
+        ent = entitlements(args.config)
+        specs = entitlement_policy(ent)
+        if specs is None:
+            return
+        policy_spec, binding_spec = specs
+        metadata = {"name": POLICY_NAME, "annotations": {GRANTS_ANNOTATION: ent.annotation()}}
+        opts = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        # pulumi-kubernetes types its inputs as TypedDicts that plain dicts do not satisfy; the
+        # rendered objects are checked against the Kubernetes schemas by the tests instead.
+        vap_type: Any = k8s.admissionregistration.v1.ValidatingAdmissionPolicy
+        binding_type: Any = k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding
+        policy = vap_type(f"{name}-entitlements", metadata=metadata, spec=policy_spec, opts=opts)
+        binding_type(
+            f"{name}-entitlements-binding",
+            metadata={"name": POLICY_NAME},
+            spec={**binding_spec, "policyName": policy.metadata.name},
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[policy]),
+        )

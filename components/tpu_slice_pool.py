@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_gcp as gcp
@@ -24,6 +24,13 @@ class TpuSlicePoolArgs:
     cluster_location: pulumi.Input[str]
     slices: Sequence[SliceSpec]
     node_service_account: pulumi.Input[str] | None = None
+    resource_manager_tags: pulumi.Input[Mapping[str, str]] | None = None
+    """Tags GKE attaches to every VM of the slices (``{tagKeys/N: tagValues/M}``): the hotswap
+    controller's scope (``components/vm_scope.py``). An in-place node pool update, not a replacement
+    (terraform-provider-google v7.44.0 ``node_config.go``: no ``ForceNew``, sent as
+    ``UpdateNodePoolRequest.resourceManagerTags``)."""
+    depends_on: Sequence[pulumi.Resource] = field(default_factory=tuple)
+    """What GKE needs before it can create the nodes (the grants that let it attach the tags)."""
 
 
 def reservation_affinity(spec: SliceSpec) -> gcp.container.NodePoolNodeConfigReservationAffinityArgs | None:
@@ -101,6 +108,7 @@ class TpuSlicePool(pulumi.ComponentResource):
             disk_type=spec.boot_disk_type,
             disk_size_gb=spec.boot_disk_size_gb,
             resource_labels=spec.resource_labels,
+            resource_manager_tags=args.resource_manager_tags,
             service_account=args.node_service_account,
             oauth_scopes=OAUTH_SCOPES,
             workload_metadata_config=gcp.container.NodePoolNodeConfigWorkloadMetadataConfigArgs(
@@ -128,5 +136,5 @@ class TpuSlicePool(pulumi.ComponentResource):
             upgrade_settings=upgrade_settings(spec),
             max_pods_per_node=spec.max_pods_per_node,
             version=spec.node_version,
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on)),
         )

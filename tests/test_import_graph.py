@@ -143,6 +143,7 @@ CONFIG_LAYERS = {
     "platform": 3,
     "checks": 4,
     "sizing": 4,  # derived from a whole stack, like the checks
+    "partial": 4,  # the sections of a whole stack that validated, for the checks
     "loader": 5,
     "": 6,  # the package itself
 }

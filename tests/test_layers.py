@@ -1,4 +1,5 @@
-"""The package's layers, as README's "What is in the box" states them: nothing imports a layer above it.
+"""The package's layers, as docs/development.md's "What is in the box" states them: nothing imports a
+layer above it.
 
 Read from the source with ``ast`` (every ``import`` and ``from ... import``, relative ones resolved,
 including imports inside functions), so a late import cannot hide an upward edge.
@@ -97,7 +98,7 @@ def imports_of(module: str, path: Path) -> set[str]:
 
 def test_every_module_has_a_layer() -> None:
     unplaced = sorted(m for m in _modules() if layer_of(m) is None)
-    assert not unplaced, f"place these modules in LAYERS (and README's layer list): {unplaced}"
+    assert not unplaced, f"place these modules in LAYERS (and docs/development.md's layer list): {unplaced}"
 
 
 @pytest.mark.parametrize("module", sorted(_modules()))

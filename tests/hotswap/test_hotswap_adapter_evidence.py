@@ -136,6 +136,19 @@ def test_a_new_suspicion_is_read_at_once(world: World) -> None:
     assert ev is not None and ev.observed == T0 + 1.0
 
 
+def test_an_answer_read_within_the_skew_of_the_suspicion_is_retried_not_kept(world: World) -> None:
+    """The core refuses an answer dated less than the clock skew after the suspicion began (it may have
+    been read before it): the cache retries it after retry_s, as an answer from before the suspicion,
+    rather than keeping it for reread_s."""
+    world.fail("p-n1", ago=1.0)
+    world.vm("p-n1", "TERMINATED")
+    early = world.join()["p-n1"]
+    assert early.instance is not None and confirmed_down(early, ON, world.clock.t) is None
+    later = world.join(dt=2.0)["p-n1"]
+    assert world.reads() == ["p-n1", "p-n1"]
+    assert confirmed_down(later, ON, world.clock.t) is not None
+
+
 def test_a_failed_read_keeps_the_previous_answer_and_is_counted(world: World) -> None:
     world.fail("p-n1")
     world.join()

@@ -19,6 +19,7 @@ from tpu_platform.hotswap.core import (
     EvictPod,
     ForceDeletePod,
     Instance,
+    Node,
     Settings,
     SettingsError,
     Snapshot,
@@ -27,7 +28,8 @@ from tpu_platform.hotswap.core import (
     settings_from_mapping,
     suspects,
 )
-from tpu_platform.hotswap.core.corroboration import confirmation_problems
+from tpu_platform.hotswap.core.corroboration import confirmation_problems, known_running
+from tpu_platform.hotswap.core.timeutil import CLOCK_SKEW_SECONDS
 from tpu_platform.testing.hotswap_builders import silent_node_cluster
 
 DIED = 50_000.0
@@ -72,6 +74,52 @@ def test_no_evidence_stale_evidence_or_evidence_from_before_the_suspicion_confir
     assert force_deleted(cluster_at(t, before), ON) == []
     future = Instance(status="TERMINATED", observed=t + 5.0)
     assert force_deleted(cluster_at(t, future), ON) == []
+
+
+def suspect_node(t: float, instance: Instance) -> Node:
+    return next(n for n in cluster_at(t, instance).nodes if n.name == "p-n2")
+
+
+def test_an_answer_read_within_the_skew_of_the_suspicion_does_not_confirm() -> None:
+    """The suspicion's start is the kubelet's Lease time, the answer's the controller's clock, which
+    may run up to the skew ahead: an answer it dates less than the skew after the suspicion began may
+    have been read before it, when the VM's state said nothing of this suspicion."""
+    began = DIED + STALE
+    t = began + 10.0
+    for lag in (0.0, 0.5, 1.0, CLOCK_SKEW_SECONDS - 0.001):
+        early = Instance(status="TERMINATED", observed=began + lag)
+        assert confirmed_down(suspect_node(t, early), ON, t) is None, lag
+        assert force_deleted(cluster_at(t, early, terminating=True), ON) == [], lag
+        running = Instance(status="RUNNING", observed=began + lag)
+        assert not known_running(suspect_node(t, running), ON, t), "nor does it veto the timer"
+    for lag in (CLOCK_SKEW_SECONDS, CLOCK_SKEW_SECONDS + 0.5, 5.0):
+        late = Instance(status="TERMINATED", observed=began + lag)
+        assert confirmed_down(suspect_node(t, late), ON, t) is not None, lag
+        assert force_deleted(cluster_at(t, late, terminating=True), ON), lag
+        assert known_running(suspect_node(t, replace(late, status="RUNNING")), ON, t)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    read=st.floats(-20.0, 20.0, allow_nan=False),
+    ahead=st.floats(-CLOCK_SKEW_SECONDS, CLOCK_SKEW_SECONDS, allow_nan=False),
+    age=st.floats(0.0, 10.0, allow_nan=False),
+    status=st.sampled_from(sorted(NOT_RUNNING)),
+)
+def test_no_answer_read_before_the_suspicion_confirms_whatever_the_clock_skew(
+    read: float, ahead: float, age: float, status: str
+) -> None:
+    """An answer truly read ``read`` seconds after the suspicion began (negative: before), by a
+    controller whose clock runs ``ahead`` of the kubelet's within the skew, confirms only if it was read
+    after the suspicion; and one read at least twice the skew after always confirms (while fresh)."""
+    began = DIED + STALE
+    observed = began + read + ahead
+    t = max(observed, began) + age
+    why = confirmed_down(suspect_node(t, Instance(status=status, observed=observed)), ON, t)
+    if why is not None:
+        assert read >= 0.0, f"read at {read!r}s of the suspicion, controller {ahead!r}s ahead"
+    if read >= 2 * CLOCK_SKEW_SECONDS:
+        assert why is not None
 
 
 def test_a_host_error_confirms_only_after_the_last_renewal() -> None:
@@ -129,7 +177,8 @@ def test_fuzz_no_early_delete_without_a_documented_confirmation(
     t = DIED + step
     ev = Instance(status=status, observed=observed, host_error_at=host_error)
     deletes = force_deleted(cluster_at(t, ev, terminating=True), ON)
-    fresh = DIED + STALE <= observed <= t and t - observed <= ON.instance_evidence_max_age_seconds
+    fresh = DIED + STALE + CLOCK_SKEW_SECONDS <= observed <= t
+    fresh = fresh and t - observed <= ON.instance_evidence_max_age_seconds
     documented = status in NOT_RUNNING or (host_error is not None and DIED <= host_error <= observed)
     if deletes:
         assert fresh and documented
@@ -138,8 +187,8 @@ def test_fuzz_no_early_delete_without_a_documented_confirmation(
 def test_a_confirmation_declares_the_pool_at_once_and_fails_fast_in_the_same_reconcile() -> None:
     """T_bad lets a transient signal clear; a fresh not-running answer read after the suspicion is not
     one, so the pool is declared, its managed pods evicted and those on the dead VM force-deleted in
-    one pass, 1 s into the suspicion."""
-    t = DIED + STALE + 1.0
+    one pass, 3 s into the suspicion (the answer read 2.5 s in: past the clock skew)."""
+    t = DIED + STALE + 3.0
     d = decide(cluster_at(t, Instance(status="TERMINATED", observed=t - 0.5)), ON)
     pool = d.pool("p")
     assert pool is not None and pool.declared_now and pool.state.value == "Unhealthy"

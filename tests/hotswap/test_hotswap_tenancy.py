@@ -18,7 +18,7 @@ from tpu_platform.hotswap.core import EvictPod, PatchNode, Settings, Snapshot, a
 from tpu_platform.hotswap.core import constants as k
 from tpu_platform.hotswap.core.model import FAILED, JobSet, Pod, Termination
 from tpu_platform.hotswap.core.settings import settings_from_mapping
-from tpu_platform.hotswap.core.tenancy import parse_declarations, team_of_namespace, tenant_key
+from tpu_platform.hotswap.core.tenancy import has_word, parse_declarations, team_of_namespace, tenant_key
 from tpu_platform.testing.hotswap_builders import (
     make_jobset,
     make_nodes,
@@ -297,3 +297,116 @@ def test_without_a_spare_only_its_own_lower_priority_work_is_exposed() -> None:
     assert decide(snap, S).pool("p-0").declared_now  # type: ignore[union-attr]
     snap = report(cluster([(A_HIGH, 0), (A_LOW, 1), (B_LOW, 2)]), A_HIGH, 2, T0)
     assert not decide(snap, S).pool("p-0").declared, "team b's lower-priority pods are exposed"  # type: ignore[union-attr]
+
+
+SIDE = make_jobset("side", priority=200, namespace="scratch")
+"""Team a's JobSet in ``scratch``, a namespace no team of the stack lists, where team a can also write."""
+LAB = make_jobset("lab", priority=200, namespace="lab")
+"""Another namespace of no team, alone on its slice."""
+
+
+def shared_cluster(now: float = T0) -> Snapshot:
+    """p-0 shared by team a (two nodes), ``scratch`` and team b (a node each); ``lab`` alone on p-1;
+    team b alone on p-2; p-3 free (a spare slice for any restart)."""
+    up = T0 - 3600
+    pods = (
+        *running_pods(A_HIGH, [POOLS[0]], NODES, started=up)[:2],
+        *running_pods(SIDE, [POOLS[0]], NODES, started=up)[2:3],
+        *running_pods(B_LOW, [POOLS[0]], NODES, started=up)[3:],
+        *running_pods(LAB, [POOLS[1]], NODES, started=up),
+        *running_pods(B_LOW2, [POOLS[2]], NODES, started=up),
+    )
+    pools = POOLS[:4]
+    nodes = tuple(n for pool in pools for n in NODES[pool.name])
+    return Snapshot(now, pools, nodes, (A_HIGH, SIDE, B_LOW, LAB, B_LOW2), pods)
+
+
+def team_b_evicted(snap: Snapshot, s: Settings = S) -> list[str]:
+    return [a.key for a in decide(snap, s).actions if isinstance(a, EvictPod) and a.namespace == "team-b"]
+
+
+def recorded_tenants(snap: Snapshot) -> set[str]:
+    return {
+        d.tenant
+        for n in snap.nodes
+        for d in parse_declarations(n.annotations.get(k.TENANT_DECLARED_ANNOTATION), snap.now)
+    }
+
+
+def test_a_teams_namespace_of_no_team_is_not_a_second_voice() -> None:
+    """Team a reports from its own namespace and from ``scratch``: heard as two independent tenants,
+    they took the shared pool out and evicted team b's pod on it."""
+    snap = report(report(shared_cluster(), A_HIGH, 1, T0), SIDE, 1, T0 + 1)
+    d = decide(snap, S)
+    assert not d.pool("p-0").declared and "p-0" in d.suspects  # type: ignore[union-attr]
+    assert any("namespace scratch of no team of the stack: not heard" in n for n in d.notes), d.notes
+    assert team_b_evicted(snap) == []
+    for dt in (20, 60, 300):
+        snap, victims, _ = step(replace(snap, now=T0 + dt))
+        assert victims == [] and team_b_evicted(snap) == [] and not declared(snap, "p-0")
+    as_team = replace(S, teams=(*S.teams, ("c", ("scratch",))))
+    snap = report(report(shared_cluster(), A_HIGH, 1, T0), SIDE, 1, T0 + 1)
+    assert decide(snap, as_team).pool("p-0").declared_now, "a team of its own would be a second voice"  # type: ignore[union-attr]
+
+
+def test_a_namespace_of_no_team_alone_takes_no_pool_out() -> None:
+    """Repeated reports from ``lab``, alone on its slice with a spare free: its JobSet restarts in
+    place; no pool goes out on its word, nothing is recorded for it, no rate limit is spent."""
+    snap = report(shared_cluster(), LAB, 4, T0)
+    d = decide(snap, S)
+    assert not d.pool("p-1").declared and "p-1" in d.suspects  # type: ignore[union-attr]
+    assert any("namespace lab of no team" in n for n in d.notes), d.notes
+    snap, _, _ = step(snap)
+    assert recorded_tenants(snap) == set()
+    by_namespace = Settings(max_bad_node_fraction=1.0)
+    assert decide(report(shared_cluster(), LAB, 4, T0), by_namespace).pool("p-1").declared_now, (  # type: ignore[union-attr]
+        "with no teams declared, each namespace is a tenant and is heard"
+    )
+
+
+def test_a_namespace_of_no_team_still_counts_beside_a_signal_no_tenant_writes() -> None:
+    base = shared_cluster()
+    first = NODES["p-1"][0].name
+    withdrawn = tuple(
+        replace(n, tpu_capacity=4, tpu_allocatable=2) if n.name == first else n for n in base.nodes
+    )
+    snap = report(replace(base, nodes=withdrawn), LAB, 1, T0)
+    assert decide(snap, S).pool("p-1").declared_now  # type: ignore[union-attr]
+    after, _, _ = step(snap)
+    assert recorded_tenants(after) == set(), "out on the system's word, not a tenant's"
+
+
+def test_a_namespace_has_a_word_only_in_a_team_or_with_no_teams() -> None:
+    teams = team_of_namespace(S)
+    assert has_word("team-a2", teams) and not has_word("scratch", teams)
+    assert has_word("scratch", {})
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    attacks=st.lists(
+        st.tuples(st.sampled_from([0, 1, 2]), st.integers(1, 4), st.floats(0.5, 900.0)),
+        min_size=1,
+        max_size=8,
+    ),
+)
+def test_no_sequence_of_reports_from_namespaces_of_no_team_costs_another_team(
+    attacks: list[tuple[int, int, float]],
+) -> None:
+    """Team a and the namespaces of no team report, from any of their pods, at any pace: no pool goes
+    out on that word, so team b never loses a pod nor a JobSet to it, and no namespace of no team is
+    ever recorded as a declaring tenant."""
+    snap = shared_cluster()
+    now = T0
+    for which, count, gap in attacks:
+        now += gap
+        js = (A_HIGH, SIDE, LAB)[which]
+        snap = report(replace(snap, now=now), js, count, now)
+        assert team_b_evicted(snap) == []
+        snap, victims, _ = step(snap)
+        assert all(not v.startswith("team-b/") for vs in victims for v in vs), victims
+        assert not any(declared(snap, p.name) for p in snap.pools)
+        assert not {t for t in recorded_tenants(snap) if t.startswith("ns:")}
+        snap, victims, _ = step(replace(snap, now=now + 15))
+        assert all(not v.startswith("team-b/") for vs in victims for v in vs), victims
+        assert team_b_evicted(snap) == []

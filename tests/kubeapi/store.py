@@ -70,6 +70,13 @@ KINDS: tuple[Kind, ...] = (
     Kind("kueue.x-k8s.io", ("v1beta2", "v1beta1"), "workloadpriorityclasses", "WorkloadPriorityClass", False),
     # kueue.x-k8s.io_multikueueclusters.yaml (v0.19.2): cluster-scoped, v1beta1 and v1beta2 served.
     Kind("kueue.x-k8s.io", ("v1beta2", "v1beta1"), "multikueueclusters", "MultiKueueCluster", False),
+    Kind(
+        "admissionregistration.k8s.io",
+        ("v1",),
+        "validatingadmissionpolicies",
+        "ValidatingAdmissionPolicy",
+        False,
+    ),
 )
 _BY_PATH = {(k.group, k.plural): k for k in KINDS}
 

@@ -260,6 +260,7 @@ def test_every_rule_has_a_case() -> None:
     elsewhere = {
         "queue-resources",
         "queue-never-admitted",  # tests/lint/test_lint_stack.py: needs a stack's quota plan
+        "priority-not-granted",  # tests/kueue/test_entitlements.py: needs a stack's grants
         "kueue-webhook",  # tests/lint/test_lint_kueue_webhook.py
         "multikueue-managed-by",  # tests/fleet/test_fleet.py: a fleet stack's queues
         # tests/lint/test_lint_manifests.py: whole manifests, Kueue objects, input problems, counts.

@@ -280,3 +280,33 @@ def test_without_the_client_the_error_names_the_extra(monkeypatch: pytest.Monkey
     monkeypatch.setitem(sys.modules, "kubernetes", None)
     assert cli.main(["status"]) == 2
     assert "pip install 'tpu-platform[status]'" in capsys.readouterr().err
+
+
+def test_each_namespace_shows_the_priorities_it_may_use(cluster, capsys) -> None:
+    """From the dev plan's own entitlement policy, as the cluster serves it."""
+    import yaml
+
+    from tpu_platform.kueue.entitlements import POLICY_NAME
+
+    api, kubeconfig = cluster
+    assert _status(kubeconfig, capsys)["entitlements"] is None
+    plan = yaml.safe_load((Path(__file__).resolve().parents[2] / "plans" / "dev.yaml").read_text())
+    (policy,) = [
+        r["inputs"]
+        for r in plan["resources"]
+        if r["type"].endswith(":ValidatingAdmissionPolicy") and r["inputs"]["metadata"]["name"] == POLICY_NAME
+    ]
+    Seeder(api).create("validatingadmissionpolicies", policy)
+    assert _status(kubeconfig, capsys)["entitlements"] == {
+        "applied": ["low-priority-job"],
+        "research": ["low-priority-job", "high-priority-job"],
+        "*": ["low-priority-job"],
+    }
+    assert cli.main(["status", "--kubeconfig", kubeconfig]) == 0
+    out = capsys.readouterr().out
+    rows = [line.split() for line in out.split("priorities each namespace may use")[1].splitlines()[2:]]
+    assert rows == [
+        ["applied", "low-priority-job"],
+        ["research", "low-priority-job,", "high-priority-job"],
+        ["every", "other", "namespace", "low-priority-job"],
+    ]

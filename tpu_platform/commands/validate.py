@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..config import StackConfigError
 from ..config.checks import stack_warnings
-from ..plan.stacks import list_stacks, load_stack_config, parse_stack_config, problem_lines
+from ..plan.stacks import check_stack_file, list_stacks, problem_lines
 from ..project import resolve_stack
 from ..summary import summarize
 
@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     for stack in args.stacks or list_stacks(args.stacks_dir):
         ref = resolve_stack(stack, args.stacks_dir)
         try:
-            cfg = parse_stack_config(load_stack_config(ref.path))
+            cfg = check_stack_file(ref.path)
         except StackConfigError as err:
             for line in problem_lines(err, ref.path):
                 print(f"stack {ref.name}: {line}", file=sys.stderr)

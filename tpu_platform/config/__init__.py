@@ -3,8 +3,9 @@
 Layers, each importing only the ones before it in this list: ``problems`` (paths, errors),
 ``base``/``shapes``/``explain`` (formats, pydantic's errors as lines), one model module per
 section (``cluster``, ``pools``, ``priorities``, ``kueue``, ``quota``, ``cohorts``, ``teams``,
-``hotswap``), ``platform`` (the whole stack), ``checks`` (one validator per section) and
-``loader`` (``parse_platform``, ``read_stack``). tests/test_import_graph.py holds them to it.
+``hotswap``), ``platform`` (the whole stack), ``checks`` (one validator per section), ``partial``
+(the sections of a stack that validated, for the checks when others did not) and ``loader``
+(``parse_platform``, ``read_stack``). tests/test_import_graph.py holds them to it.
 """
 
 from .base import StackModel

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from .problems import format_path
+from .problems import format_path, unknown_key
 
 
 def _owner_model(model: type[BaseModel] | None, loc: tuple[int | str, ...]) -> type[BaseModel] | None:
@@ -66,9 +66,7 @@ def explain(error: ValidationError, model: type[BaseModel] | None = None) -> lis
         if kind == "extra_forbidden" and (misused := _misused_key_hint(model, loc)):
             lines.append(f"{path}: {misused}")
         elif kind == "extra_forbidden":
-            known = _known_keys(model, loc)
-            hint = f"; valid keys here: {', '.join(known)}" if known else ""
-            lines.append(f"{path}: unknown key; remove it or fix its spelling{hint}")
+            lines.append(f"{path}: {unknown_key(str(loc[-1]), _known_keys(model, loc) or [])}")
         elif kind == "missing":
             lines.append(f"{path}: required; add it to the stack file")
         elif kind == "value_error":

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from typing import ClassVar, Literal
 
@@ -12,6 +11,7 @@ from .. import catalog
 from .base import StackModel, check_dns_subdomain
 from .formats import check_quantity
 from .kueue_gates import KUEUE_FEATURE_GATES, LOCKED_FEATURE_GATES
+from .problems import did_you_mean
 from .shapes import default_flavor_name, entry_shape
 
 DURATION_RE = re.compile(r"^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$")
@@ -200,11 +200,6 @@ class FlavorNameConfig(StackModel):
         return check_dns_subdomain(value, "flavor name")
 
 
-def _closest_gate(name: str) -> str:
-    close = difflib.get_close_matches(name, sorted(KUEUE_FEATURE_GATES), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
 class KueueConfig(StackModel):
     """Kueue's controller Configuration and the two installs (Kueue 0.19.2, JobSet 0.12.0)."""
 
@@ -264,7 +259,7 @@ class KueueConfig(StackModel):
             if name not in KUEUE_FEATURE_GATES:
                 raise ValueError(
                     f"{name!r} is not a Kueue 0.19.2 feature gate (pkg/features/kube_features.go), so the "
-                    f"manager would not start{_closest_gate(name)}"
+                    f"manager would not start{did_you_mean(name, sorted(KUEUE_FEATURE_GATES))}"
                 )
             locked = LOCKED_FEATURE_GATES.get(name)
             if locked is not None and enabled != locked:

@@ -6,7 +6,7 @@ Nothing is registered with Pulumi until the stack passes all of them.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from pydantic import ValidationError
@@ -14,8 +14,9 @@ from pydantic import ValidationError
 from .checks import check_stack
 from .decode import DecodeError, decode_value
 from .explain import explain
+from .partial import parsed_sections, without
 from .platform import PlatformConfig
-from .problems import GCP_KEYS, StackConfigError
+from .problems import GCP_KEYS, StackConfigError, format_path, unknown_key
 
 # A fleet stack's own cluster and pools are the manager's and the workers' (``PlatformConfig``).
 FLEET_DERIVED = ("cluster", "slicePools")
@@ -23,28 +24,58 @@ FLEET_DERIVED_PATHS = tuple(f"tpu-platform:{key}" for key in FLEET_DERIVED)
 
 
 def parse_platform(raw: Mapping[str, Any]) -> PlatformConfig:
-    """Validate a raw stack (camelCase keys) into a ``PlatformConfig`` or raise ``StackConfigError``."""
-    if "fleet" in raw:
-        clash = [key for key in FLEET_DERIVED if key in raw]
-        if clash:
-            raise StackConfigError(
-                [
-                    f"tpu-platform:{key}: a fleet stack has no cluster of its own; name the clusters and "
-                    "their slices under tpu-platform:fleet.manager.cluster and fleet.workers[]: remove it"
-                    for key in clash
-                ]
-            )
-    try:
-        cfg = PlatformConfig.model_validate(dict(raw))
-    except ValidationError as err:
-        lines = explain(err, PlatformConfig)
-        if "fleet" in raw:  # the view's cluster and pools repeat what fleet.* already reports
-            lines = [line for line in lines if not line.startswith(FLEET_DERIVED_PATHS)] or lines
-        raise StackConfigError(name_items(lines, raw)) from None
-    problems = check_stack(cfg)
-    if problems.items:
-        raise StackConfigError(name_items(problems.lines, raw))
+    """Validate a raw stack (camelCase keys) into a ``PlatformConfig`` or raise ``StackConfigError``
+    with every problem: structure and cross-field checks together."""
+    cfg, lines = platform_problems(raw)
+    if cfg is None or lines:
+        raise StackConfigError(name_items(lines, raw))
     return cfg
+
+
+def platform_problems(
+    raw: Mapping[str, Any], unread: Collection[str] = ()
+) -> tuple[PlatformConfig | None, list[str]]:
+    """The stack, if its structure holds, and a line per problem: the structure's, then the checks'
+    on the sections that validated. ``unread`` names keys whose value could not be decoded (already
+    reported): neither required nor checked here."""
+    lines, data = _fleet_clash(raw)
+    try:
+        cfg = PlatformConfig.model_validate(data)
+    except ValidationError as err:
+        return None, lines + _structure_lines(err, raw, unread) + _checks_despite(err, data, unread)
+    if unread:  # a default stands where the stack has a value: check without it
+        return None, lines + check_stack(without(cfg, unread), unread).lines
+    return cfg, lines + check_stack(cfg).lines
+
+
+def _fleet_clash(raw: Mapping[str, Any]) -> tuple[list[str], dict[str, Any]]:
+    """A fleet stack's own cluster and pools, each a problem; the stack without them (the fleet's
+    view stands in for them) to check the rest."""
+    clash = [key for key in FLEET_DERIVED if key in raw] if "fleet" in raw else []
+    lines = [
+        f"tpu-platform:{key}: a fleet stack has no cluster of its own; name the clusters and "
+        "their slices under tpu-platform:fleet.manager.cluster and fleet.workers[]: remove it"
+        for key in clash
+    ]
+    return lines, {key: value for key, value in raw.items() if key not in clash}
+
+
+def _structure_lines(err: ValidationError, raw: Mapping[str, Any], unread: Collection[str]) -> list[str]:
+    """Pydantic's problems as lines, less the ones another line already covers."""
+    lines = explain(err, PlatformConfig)
+    if "fleet" in raw:  # the view's cluster and pools repeat what fleet.* already reports
+        lines = [line for line in lines if not line.startswith(FLEET_DERIVED_PATHS)] or lines
+    undecoded = tuple(f"{format_path((key,))}: " for key in unread)
+    return [line for line in lines if not line.startswith(undecoded)] if undecoded else lines
+
+
+def _checks_despite(err: ValidationError, data: Mapping[str, Any], unread: Collection[str]) -> list[str]:
+    """The cross-field problems of the sections that validated (none when nothing builds)."""
+    parsed = parsed_sections(data, err, unread)
+    if parsed is None:
+        return []
+    cfg, left_out = parsed
+    return check_stack(cfg, left_out).lines
 
 
 NAMED_LISTS = {"teams": "team", "slicePools": "slice pool", "cohorts": "cohort", "priorities": "priority"}
@@ -82,8 +113,25 @@ def read_stack(
     ``decode.decode_value`` decodes both, so the program and the plan read a stack the same way.
     """
     known = stack_keys()
+    raw, undecoded = _decoded(get, known)
+    lines = list(undecoded.values())
+    valid = [key for key in known if key not in GCP_KEYS]
+    unknown = sorted(set(present_keys("tpu-platform")) - set(known))
+    lines += [f"tpu-platform:{key}: {unknown_key(key, valid, 'stack key')}" for key in unknown]
+    cfg, problems = platform_problems(raw, list(undecoded))
+    lines += problems
+    if cfg is None or lines:
+        raise StackConfigError(name_items(lines, raw))
+    return cfg
+
+
+def _decoded(
+    get: Callable[[str, str], str | None], known: list[str]
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The raw stack (every set key's decoded value), and by key the problem of each value that
+    does not decode."""
     raw: dict[str, Any] = {}
-    undecodable: list[str] = []
+    undecoded: dict[str, str] = {}
     for key in known:
         namespace = "gcp" if key in GCP_KEYS else "tpu-platform"
         text = get(namespace, key)
@@ -92,16 +140,5 @@ def read_stack(
         try:
             raw[key] = decode_value(namespace, key, text)
         except DecodeError as err:
-            undecodable.append(str(err))
-    if undecodable:
-        raise StackConfigError(undecodable)
-    unknown = sorted(set(present_keys("tpu-platform")) - set(known))
-    if unknown:
-        raise StackConfigError(
-            [
-                f"tpu-platform:{key}: unknown stack key; remove it or fix its spelling "
-                f"(valid keys: {', '.join(k for k in known if k not in GCP_KEYS)})"
-                for key in unknown
-            ]
-        )
-    return parse_platform(raw)
+            undecoded[key] = str(err)
+    return raw, undecoded

@@ -22,6 +22,13 @@ class PriorityConfig(StackModel):
     description: str | None = Field(None, max_length=2048)
     global_default: bool = False
     preemption_policy: Literal["PreemptLowerPriority", "Never"] = "PreemptLowerPriority"
+    teams: list[str] | None = Field(
+        None,
+        description=(
+            "The teams granted this priority: only their namespaces may use it, on pods, Jobs, JobSets "
+            "and Workloads (an admission policy the API server enforces). Default: every namespace."
+        ),
+    )
 
     @field_validator("name")
     @classmethod

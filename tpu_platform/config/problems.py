@@ -7,7 +7,8 @@ problem carries its location, so a user fixes a stack file in one pass.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import difflib
+from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 PROJECT_NAMESPACE = "tpu-platform"
@@ -35,6 +36,20 @@ def format_path(loc: tuple[int | str, ...] | list[int | str]) -> str:
         else:
             path += f".{part}"
     return path
+
+
+def did_you_mean(name: str, options: Iterable[str]) -> str:
+    """`` (did you mean 'slicePools'?)`` for a misspelt key or name, or nothing: one wording for
+    every unknown key and name a stack can hold."""
+    close = difflib.get_close_matches(name, list(options), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def unknown_key(key: str, valid: Sequence[str], what: str = "key") -> str:
+    """The one wording for a key nothing reads, at any depth: the key most likely meant, then
+    every key valid there."""
+    listed = f"; valid keys here: {', '.join(valid)}" if valid else ""
+    return f"unknown {what}{did_you_mean(key, valid)}; remove it or fix its spelling{listed}"
 
 
 class StackConfigError(ValueError):

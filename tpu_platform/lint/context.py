@@ -19,6 +19,7 @@ from pydantic.alias_generators import to_camel
 from .. import catalog
 from ..catalog import SliceShape
 from ..constants import HOTSWAP_OPT_IN_LABEL, HOTSWAP_OPT_IN_VALUE
+from ..kueue.entitlements import Entitlements
 from ..yaml_errors import yaml_error_line
 
 HOTSWAP_LABEL = (HOTSWAP_OPT_IN_LABEL, HOTSWAP_OPT_IN_VALUE)
@@ -87,6 +88,8 @@ class LintContext:
     default_namespace: str = "default"
     jobset_gates: Mapping[str, bool] = field(default_factory=lambda: dict(JOBSET_DEFAULT_GATES))
     """The installed JobSet's feature gates (its webhook refuses the fields of gates that are off)."""
+    entitlements: Entitlements | None = None
+    """Which priorities each namespace may use (a stack's grants); None: not known, not checked."""
 
     def queues_in(self, namespace: str) -> list[str]:
         return sorted(name for ns, name in self.local_queues if ns == namespace)

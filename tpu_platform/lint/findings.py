@@ -83,6 +83,7 @@ _RULES = (
     Rule("workload-priority-unknown", "error", "the WorkloadPriorityClass does not exist"),
     Rule("pod-priority-missing", "warning", "pods have no priorityClassName"),
     Rule("pod-priority-unknown", "error", "the pods' PriorityClass does not exist"),
+    Rule("priority-not-granted", "error", "the stack does not grant this priority to the namespace's team"),
     Rule("priority-mismatch", "warning", "workload priority and pod priority disagree"),
     Rule("tpu-node-selector", "error", "TPU pods without both TPU node selectors"),
     Rule("tpu-accelerator", "error", "the accelerator is not tpu-v6e-slice"),

@@ -202,6 +202,7 @@ def priority_rules(js: JobSetView, ctx: LintContext) -> Iterator[Finding]:
                     "preempts by one, kube-scheduler and hotswap by the other",
                     "pair each WorkloadPriorityClass with a PriorityClass of the same value",
                 )
+    yield from _entitlement_findings(js, ctx, wpc, pod_classes)
     distinct = {str(pc) for pc in pod_classes.values() if pc}
     if len(distinct) > 1:
         yield finding(
@@ -211,6 +212,27 @@ def priority_rules(js: JobSetView, ctx: LintContext) -> Iterator[Finding]:
             "could be partly preempted",
             "give every replicatedJob the same priorityClassName",
         )
+
+
+def _entitlement_findings(
+    js: JobSetView, ctx: LintContext, wpc: object, pod_classes: dict[int, object]
+) -> Iterator[Finding]:
+    """What the stack's priority admission policy would refuse, with the API server's own words."""
+    if ctx.entitlements is None:
+        return
+    named = [(label_path(PRIORITY_LABEL), wpc)] + [
+        (f"{rj.pod_path}.priorityClassName", pod_classes[rj.index]) for rj in js.replicated_jobs
+    ]
+    for path, priority in named:
+        refusal = ctx.entitlements.refusal(js.namespace, str(priority)) if priority else None
+        if refusal:
+            yield finding(
+                "priority-not-granted",
+                path,
+                f"the API server refuses the JobSet: {refusal}",
+                "use a priority the stack grants this namespace's team, or grant it in "
+                "tpu-platform:priorities[].teams",
+            )
 
 
 # --- placement, failure policy and hotswap -------------------------------------------------------

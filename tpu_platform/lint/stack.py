@@ -8,6 +8,7 @@ from ..catalog import SliceShape
 from ..config import PlatformConfig
 from ..constants import TPU_RESOURCE
 from ..kueue import queue_directory
+from ..kueue.entitlements import entitlements
 from ..queueplan import queue_plan
 from .context import LintContext, context_from_queue_directory
 
@@ -57,7 +58,7 @@ def context_from_stack(cfg: PlatformConfig) -> LintContext:
         )
         for key, target in base.local_queues.items()
     }
-    return replace(base, local_queues=queues)
+    return replace(base, local_queues=queues, entitlements=entitlements(cfg))
 
 
 def _largest_cluster(cfg: PlatformConfig) -> dict[SliceShape, int]:

@@ -72,6 +72,15 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+PROJECT_NUMBER = "123456789012"
+"""The project number every offline look-up answers (the DNS endpoint's mock carries the same)."""
+
+
+def _numeric_id(text: str) -> str:
+    """A stable 12-digit id, as Resource Manager gives a tag key or value."""
+    return str(int(hashlib.sha256(text.encode()).hexdigest()[:12], 16) % 10**12).zfill(12)
+
+
 class PlatformMocks(pulumi.runtime.Mocks):
     """Deterministic stand-ins for the outputs cloud providers would compute."""
 
@@ -95,6 +104,11 @@ class PlatformMocks(pulumi.runtime.Mocks):
         elif args.typ == "gcp:projects/iAMCustomRole:IAMCustomRole":
             # pulumi-gcp: "The name of the role in the format projects/{{project}}/roles/{{role_id}}"
             state["name"] = f"projects/{state.get('project', 'project')}/roles/{state.get('roleId')}"
+        elif args.typ in ("gcp:tags/tagKey:TagKey", "gcp:tags/tagValue:TagValue"):
+            # pulumi-gcp: "name - The generated numeric id"; the id is tagKeys/{{name}} or tagValues/{{name}}
+            state["name"] = _numeric_id(args.name)
+            kind = "tagKeys" if args.typ.endswith("TagKey") else "tagValues"
+            return f"{kind}/{state['name']}", state
         elif (
             args.typ == "kubernetes:core/v1:Secret"
             and state.get("type") == "kubernetes.io/service-account-token"
@@ -112,6 +126,8 @@ class PlatformMocks(pulumi.runtime.Mocks):
                 "name": args.args.get("name"),
                 "location": args.args.get("location"),
                 "endpoint": "203.0.113.20",
+                # GKE's NetworkConfig.network: "The relative name of the Google Compute Engine network"
+                "network": f"projects/{args.args.get('project')}/global/networks/default",
                 "masterAuths": [{"clusterCaCertificate": FAKE_CA}],
                 "controlPlaneEndpointsConfigs": [
                     {
@@ -121,6 +137,8 @@ class PlatformMocks(pulumi.runtime.Mocks):
                     }
                 ],
             }, []
+        if args.token == "gcp:organizations/getProject:getProject":
+            return {"projectId": args.args.get("projectId"), "number": PROJECT_NUMBER}, []
         if args.token == "gcp:organizations/getClientConfig:getClientConfig":
             return {"accessToken": "offline-token", "project": "project", "id": "client"}, []
         raise NotImplementedError(f"no offline stand-in for the function {args.token}")

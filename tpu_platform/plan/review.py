@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from .changes import Change, Review, review
+from .stacks import stack_file_config
 
 ACK_KEY = "tpu-platform:acknowledgeReplacement"
 _MAX_VALUE = 80
@@ -90,15 +91,6 @@ def check_plan(stack: str, committed: str, rendered: str, stack_config: dict[str
     return format_review(result), bool(result.unacknowledged_losses)
 
 
-def _stack_config(stacks_dir: Path, stack: str) -> dict[str, Any]:
-    path = stacks_dir / f"Pulumi.{stack}.yaml"
-    if not path.exists():
-        return {}
-    doc = yaml.safe_load(path.read_text()) or {}
-    config = doc.get("config") if isinstance(doc, dict) else None
-    return config if isinstance(config, dict) else {}
-
-
 def review_folders(base: Path, head: Path, stacks_dir: Path) -> tuple[str, int]:
     """The review of every stack in two plan folders, and 1 if one loses an unacknowledged TPU slice."""
     stacks = sorted({p.stem for d in (base, head) if d.is_dir() for p in d.glob("*.yaml")})
@@ -110,7 +102,7 @@ def review_folders(base: Path, head: Path, stacks_dir: Path) -> tuple[str, int]:
             stack,
             old.read_text() if old.exists() else "",
             new.read_text() if new.exists() else "",
-            acknowledged_pools(_stack_config(stacks_dir, stack)),
+            acknowledged_pools(stack_file_config(stacks_dir / f"Pulumi.{stack}.yaml")),
         )
         out.append(format_review(result))
         status = max(status, 1 if result.unacknowledged_losses else 0)

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from ..plan.changes import classify
+from ..plan.stacks import stack_file_config
 from .pools import NODE_POOL, is_tpu_pool
 from .resources import Resource, Stack, Violation, is_unknown, urn_name, urn_types
 from .rules import Config, Rule
@@ -116,11 +117,7 @@ RULE = Rule(
 
 def stack_acknowledgements(stack_file: Path) -> list[str]:
     """The pool names a stack file lists under ``tpu-platform:acknowledgeReplacement``."""
-    if not stack_file.is_file():
-        return []
-    doc = yaml.safe_load(stack_file.read_text()) or {}
-    config = doc.get("config") if isinstance(doc, dict) else None
-    value = config.get(ACK_KEY) if isinstance(config, dict) else None
+    value = stack_file_config(stack_file).get(ACK_KEY)
     return [str(v) for v in value] if isinstance(value, list) else []
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..constants import LABEL_APP_NAME
+from . import iam_rules
 from .identity import check_workload_identity
 from .kueue_rules import KNOWN_INSTALLS, check_kueue_after_install, check_tpu_quota, install_identity
 from .pools import is_tpu_pool, pool_name
@@ -307,6 +308,14 @@ RULES: tuple[Rule, ...] = (
                 "description": "Helm installs (by name or chart) whose own roles are exempt.",
             }
         },
+    ),
+    Rule(
+        iam_rules.NAME,
+        "A project, folder or organization grant of compute.instances.reset (a custom role listing it, "
+        "or a predefined role that includes it) carries an IAM condition that requires a Resource "
+        "Manager tag (resource.matchTagId or resource.matchTag, joined to anything else only by &&), "
+        "so it reaches only the VMs that carry the tag.",
+        stack_check=iam_rules.check_reset_scoped_by_tag,
     ),
 )
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..hotswap.core import constants as k
+from ..kueue.entitlements import POLICY_NAME
 from .model import ClusterObjects
 
 JSON = dict[str, Any]
@@ -23,6 +24,7 @@ TIMEOUT = (5.0, 30.0)
 VISIBILITY = "/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/{name}/pendingworkloads"
 """Kueue 0.19.2 serves v1beta2 (preferred) and v1beta1 (``pkg/visibility/server.go``)."""
 MULTIKUEUE_CLUSTERS = "/apis/kueue.x-k8s.io/v1beta2/multikueueclusters"
+ENTITLEMENT_POLICY = f"/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/{POLICY_NAME}"
 VISIBILITY_LIMIT = 1000
 """``constants.DefaultPendingWorkloadsLimit`` of kueue v0.19.2."""
 
@@ -155,6 +157,19 @@ class Reader:
                 return []
             raise
 
+    def optional_object(self, path: str) -> JSON | None:
+        """One object whose absence is an answer (a stack that grants every priority to all has
+        no entitlement policy); a refused read is a note."""
+        try:
+            return self.get(path, [])
+        except ReadError as err:
+            if err.status == 404:
+                return None
+            if err.status == 403:
+                self.notes.append(f"{path}: {err}")
+                return None
+            raise
+
     def lease(self, namespace: str, name: str) -> JSON | None:
         try:
             return self.get(f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}", [])
@@ -180,6 +195,7 @@ def read_cluster(get: Get, *, lease_namespace: str, lease_name: str) -> ClusterO
     lease = r.lease(lease_namespace, lease_name)
     events = r.collection("events", "/apis/events.k8s.io/v1/events")
     workers = r.optional(MULTIKUEUE_CLUSTERS)
+    entitlement = r.optional_object(ENTITLEMENT_POLICY)
     return ClusterObjects(
         nodes=nodes,
         pods=pods,
@@ -193,4 +209,5 @@ def read_cluster(get: Get, *, lease_namespace: str, lease_name: str) -> ClusterO
         events=events,
         notes=r.notes,
         multikueue_clusters=workers,
+        entitlement_policy=entitlement,
     )

@@ -32,6 +32,7 @@ from typing import Any
 from ..constants import HOTSWAP_REPORTING_CONTROLLER, LABEL_INSTANCE_TYPE
 from ..hotswap.core import constants as k
 from ..hotswap.core.timeutil import parse_time
+from ..kueue.entitlements import GRANTS_ANNOTATION, parse_grants
 from .fleet import WorkerView, worker_views
 
 JSON = dict[str, Any]
@@ -472,6 +473,8 @@ class ClusterObjects:
     """What could not be read, and why (a missing CRD, a forbidden list)."""
     multikueue_clusters: list[JSON] = field(default_factory=list)
     """A fleet's manager: its MultiKueueClusters (none on a single cluster or a worker)."""
+    entitlement_policy: JSON | None = None
+    """The priority entitlement admission policy, absent where every namespace may use every priority."""
 
 
 @dataclass(frozen=True)
@@ -483,6 +486,8 @@ class PlatformStatus:
     controller: ControllerView
     notes: list[str]
     fleet: list[WorkerView] = field(default_factory=list)
+    entitlements: dict[str, list[str]] | None = None
+    """Per namespace (``*`` for every other one) the priorities it may use; None: no restriction."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -500,4 +505,13 @@ def build_status(objects: ClusterObjects, now: float) -> PlatformStatus:
         controller_view(objects.lease, objects.lease_ref, objects.events, now),
         list(objects.notes),
         worker_views(objects.multikueue_clusters, objects.workloads),
+        entitlement_view(objects.entitlement_policy),
     )
+
+
+def entitlement_view(policy: JSON | None) -> dict[str, list[str]] | None:
+    """What the platform's admission policy lets each namespace use, from the grants it carries."""
+    if policy is None:
+        return None
+    grants = parse_grants(_annotations(policy).get(GRANTS_ANNOTATION, ""))
+    return {namespace: list(names) for namespace, names in grants.items()}

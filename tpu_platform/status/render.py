@@ -174,6 +174,18 @@ def render_text(status: PlatformStatus) -> str:
                 for w in status.fleet
             ],
         )
+    out += ["", "priorities each namespace may use (the platform's admission policy)"]
+    if status.entitlements is None:
+        out.append("  (no entitlement policy: every namespace may use every priority)")
+    else:
+        ordered = sorted(status.entitlements.items(), key=lambda item: (item[0] == "*", item[0]))
+        out += table(
+            ["  NAMESPACE", "PRIORITIES"],
+            [
+                ["  " + ("every other namespace" if ns == "*" else ns), ", ".join(names) or "-"]
+                for ns, names in ordered
+            ],
+        )
     if status.notes:
         out += ["", "notes"] + [f"  {n}" for n in status.notes]
     return "\n".join(out) + "\n"

@@ -1,8 +1,6 @@
-"""Helpers every section's checks share: shape lookups, pool capacity, name suggestions."""
+"""Helpers every section's checks share: shape lookups and pool capacity."""
 
 from __future__ import annotations
-
-import difflib
 
 from ... import catalog
 from ...queueplan import pool_flavors
@@ -13,12 +11,6 @@ from ..problems import Loc, Problems
 def pool_slices_by_shape(cfg: PlatformConfig) -> dict[catalog.SliceShape, int]:
     """Slices per shape the slice pools provide (pools with unknown shapes are skipped)."""
     return {flavor.shape: flavor.slices for flavor in pool_flavors(cfg)}
-
-
-def closest(name: str, options: list[str]) -> str:
-    """A "did you mean" hint for a misspelt name, or nothing."""
-    close = difflib.get_close_matches(name, options, n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def check_shape(

@@ -3,16 +3,21 @@ the controller itself accepts."""
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
-from pydantic.alias_generators import to_camel
+from pydantic.alias_generators import to_camel, to_snake
 
 from ...constants import BUILTIN_NAMESPACES, RESERVED_NAMESPACES
-from ...hotswap.core.settings import SettingsError
+from ...hotswap.core.settings import Settings, SettingsError
 from ...hotswap.deploy import config_document
-from ..hotswap import IMAGE_RE
+from ..hotswap import IMAGE_RE, HotswapConfig
 from ..platform import PlatformConfig
-from ..problems import Problems
+from ..problems import Problems, unknown_key
+
+SETTINGS_DOC = "see tpu_platform/hotswap/README.md for every setting"
+# Settings the stack sets through keys of its own (the section's validator says which).
+_SET_ELSEWHERE = frozenset({"teams", "compute_corroboration"})
 
 
 def check_hotswap(cfg: PlatformConfig) -> Problems:
@@ -48,6 +53,8 @@ def check_hotswap(cfg: PlatformConfig) -> Problems:
                 f"{ns!r} is no team's namespace; list the namespaces of the teams whose JobSets may "
                 "refuse preemption with tpu-platform.dev/preemptible: 'false'",
             )
+    if _unknown_settings(hot, problems):
+        return problems
     try:
         document = config_document(cfg.controller_settings(), hot.runtime())
     except SettingsError as err:
@@ -55,7 +62,7 @@ def check_hotswap(cfg: PlatformConfig) -> Problems:
         message = str(err).split(": ", 1)[-1]
         problems.add(
             ("hotswap", "settings", to_camel(key)) if key else ("hotswap", "settings"),
-            f"{message}; see tpu_platform/hotswap/README.md for every setting",
+            f"{message}; {SETTINGS_DOC}",
         )
         return problems
     _check_floors(document, problems)
@@ -66,6 +73,16 @@ def check_hotswap(cfg: PlatformConfig) -> Problems:
             "or remove it",
         )
     return problems
+
+
+def _unknown_settings(hot: HotswapConfig, problems: Problems) -> bool:
+    """Keys the controller's loader does not know, named in the stack's camelCase with the key most
+    likely meant (the loader itself stops at the first and lists its snake_case names)."""
+    known = sorted(to_camel(f.name) for f in fields(Settings) if f.name not in _SET_ELSEWHERE)
+    unknown = [key for key in hot.settings if to_camel(to_snake(key)) not in known]
+    for key in unknown:
+        problems.add(("hotswap", "settings", key), f"{unknown_key(key, known)}; {SETTINGS_DOC}")
+    return bool(unknown)
 
 
 # Floors that keep the controller's safety rules (tpu_platform/hotswap/core/settings.py documents

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+
 from ..platform import PlatformConfig
 from ..problems import Loc, Problems
 
@@ -35,10 +37,31 @@ def check_priorities(cfg: PlatformConfig) -> Problems:
             values[prio.value] = prio.name
         if prio.global_default:
             defaults.append(prio.name)
+        problems.extend(_grants(cfg, prio.teams, (*here, "teams")))
     if len(defaults) > 1:
         problems.add(
             ("priorities",),
             f"{', '.join(defaults)} are all globalDefault; Kubernetes allows at most one default "
             f"PriorityClass",
         )
+    return problems
+
+
+def _grants(cfg: PlatformConfig, granted: list[str] | None, here: Loc) -> Problems:
+    """Every granted team is one of the stack's teams: a misspelt grant would leave the priority to
+    nobody, or the team without the priority it was meant to have."""
+    problems = Problems()
+    if granted is None:
+        return problems
+    teams = [team.name for team in cfg.teams]
+    if not granted:
+        problems.add(here, "is empty: no namespace could use this priority; grant it to a team or remove it")
+    for index, name in enumerate(granted):
+        if name not in teams:
+            close = difflib.get_close_matches(name, teams, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            problems.add(
+                (*here, index),
+                f"{name!r} is no team of this stack; {hint}teams: {', '.join(teams) or 'none'}",
+            )
     return problems

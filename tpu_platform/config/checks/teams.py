@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from ...constants import BUILTIN_NAMESPACES, RESERVED_NAMESPACES
 from ..platform import PlatformConfig
-from ..problems import Loc, Problems
+from ..problems import Loc, Problems, did_you_mean
 from ..teams import TeamConfig
-from .common import closest
 from .quota import check_quota_entries
 
 
@@ -37,7 +36,7 @@ def check_teams(cfg: PlatformConfig) -> Problems:
             problems.add(
                 (*here, "cohortName"),
                 f"cohort {cohort!r} is not declared in "
-                f"tpu-platform:cohorts{closest(cohort, declared_cohorts)}; "
+                f"tpu-platform:cohorts{did_you_mean(cohort, declared_cohorts)}; "
                 "declare it or fix the name",
             )
         _check_team_namespaces(team, here, created_by, local_queues, problems)
@@ -67,7 +66,8 @@ def check_teams(cfg: PlatformConfig) -> Problems:
         if cfg.teams and pool.team is not None and pool.team not in team_names:
             problems.add(
                 ("slicePools", index, "team"),
-                f"{pool.team!r} is not a team in tpu-platform:teams{closest(pool.team, list(team_names))}",
+                f"{pool.team!r} is not a team in tpu-platform:teams"
+                f"{did_you_mean(pool.team, list(team_names))}",
             )
     return problems
 
@@ -176,6 +176,6 @@ def _check_preemption(
         if isinstance(threshold, str) and threshold not in priorities:
             problems.add(
                 (*loc, "borrowWithinCohort", "maxPriorityThreshold"),
-                f"unknown priority {threshold!r}{closest(threshold, list(priorities))}; "
+                f"unknown priority {threshold!r}{did_you_mean(threshold, list(priorities))}; "
                 f"use one of {', '.join(priorities) or 'the priorities'} or a number",
             )

@@ -13,9 +13,8 @@ creates it implicitly: ``pkg/cache/hierarchy/manager.go`` ``UpdateCohortEdge`` a
 from __future__ import annotations
 
 from ..platform import PlatformConfig
-from ..problems import Problems
+from ..problems import Problems, did_you_mean
 from ..quota import QuotaConfig
-from .common import closest
 
 
 def stack_warnings(cfg: PlatformConfig) -> Problems:
@@ -87,6 +86,6 @@ def _advice_stricter_than_kueue(cfg: PlatformConfig, warnings: Problems) -> None
             warnings.add(
                 ("cohorts", index, "parentName"),
                 f"parent cohort {parent!r} is not declared in tpu-platform:cohorts"
-                f"{closest(parent, declared)}: Kueue creates it implicitly (no quota of its own, no "
+                f"{did_you_mean(parent, declared)}: Kueue creates it implicitly (no quota of its own, no "
                 "fair-sharing weight); declare it so the hierarchy is explicit and reviewed",
             )

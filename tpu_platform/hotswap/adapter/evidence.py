@@ -11,14 +11,14 @@ Bounded so a slow or failing Compute API never stalls a reconcile or piles up wo
   counted late, lands in the cache when it completes and serves a later reconcile (each call also has
   the reader's own timeout);
 - rate: a node's answer is re-read once it is ``reread_s`` old; a node without a usable answer (none,
-  or read before its current suspicion began, which the core never accepts) or whose last read failed
-  is retried at most every ``retry_s``; and at most ``max_reads_per_minute`` VM reads start in any 60 s
-  (each is one ``instances.get`` and one ``zoneOperations.list``). Compute Engine's rate quotas are per
-  project and per minute, shared with everything else in the project (GKE's own components included),
-  and exceeding one answers 403 ``rateLimitExceeded`` (https://cloud.google.com/compute/api-quota); the
-  default of 120 is under a tenth of the documented default read and list quotas (1,500 per minute per
-  project each). A suspect beyond the budget waits (counted as skipped, ``rate``), nodes without a
-  usable answer first.
+  or not read after its current suspicion began by the core's skew rule, ``read_after_suspicion``) or
+  whose last read failed is retried at most every ``retry_s``; and at most ``max_reads_per_minute`` VM
+  reads start in any 60 s (each is one ``instances.get`` and one ``zoneOperations.list``). Compute
+  Engine's rate quotas are per project and per minute, shared with everything else in the project
+  (GKE's own components included), and exceeding one answers 403 ``rateLimitExceeded``
+  (https://cloud.google.com/compute/api-quota); the default of 120 is under a tenth of the documented
+  default read and list quotas (1,500 per minute per project each). A suspect beyond the budget waits
+  (counted as skipped, ``rate``), nodes without a usable answer first.
 
 A failed read keeps the previous answer: the core's max age and its read-after-the-suspicion rule bound
 its use, and an error itself never confirms anything. Nodes that stop being suspect leave the cache.
@@ -39,6 +39,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from tpu_platform.hotswap.core.corroboration import (
     confirmed_by,
     known_running,
+    read_after_suspicion,
     suspect_since,
     suspects,
 )
@@ -121,9 +122,9 @@ class _Entry:
 
 def _as_of(answer: Instance, now: float) -> Instance:
     """An answer sent after the snapshot's ``now`` (a read this reconcile started) dated ``now``: the
-    core refuses evidence from its future. Dating it earlier than it was read only makes it look older
-    (still after the suspicion, which began before ``now``) and can only drop a host error from the
-    interval that confirms, never add one."""
+    core refuses evidence from its future. Dating it earlier than it was read only makes it look older:
+    it can fail the core's read-after-the-suspicion rule, never pass it for an earlier read, and can
+    only drop a host error from the interval that confirms, never add one."""
     return answer if answer.observed <= now else replace(answer, observed=now)
 
 
@@ -249,7 +250,7 @@ class Evidence:
         since = suspect_since(node, settings, now)
         return (
             entry is not None and entry.provider_id == node.provider_id and entry.evidence is not None
-            and since is not None and entry.evidence.observed >= since
+            and since is not None and read_after_suspicion(entry.evidence.observed, since)
         )  # fmt: skip
 
     def _due(self, entry: _Entry, node: Node, settings: Settings, now: float) -> bool:

@@ -38,7 +38,14 @@ late Lease renewal clear, and a fresh not-running answer read after the suspicio
 fast and the force deletion of the evicted pods then happen in the same reconcile.
 
 Evidence must have been read after the node became suspect and be at most
-``instance_evidence_max_age_seconds`` old. No evidence (an API error, a slow answer) confirms nothing.
+``instance_evidence_max_age_seconds`` old (:func:`fresh_evidence`). The two times come from different
+clocks: the suspicion's start from the cluster's (a node condition's ``lastTransitionTime``, set by the
+node lifecycle controller or the kubelet; a Lease's ``renewTime``, the kubelet's), the answer's
+``observed`` from the controller's, which may run up to :data:`~tpu_platform.hotswap.core.timeutil.
+CLOCK_SKEW_SECONDS` ahead. So an answer counts only if observed at least that skew after the suspicion
+began (:func:`read_after_suspicion`): one read before it can then never pass for one read after (a
+controller clock behind the cluster's only makes the wait longer). No evidence (an API error, a slow
+answer) confirms nothing.
 Fresh evidence that the VM runs also vetoes the NotReady timer (``known_running``): a kubelet silent for
 longer than NotReady + ``dead_node_confirm_seconds`` on a live VM would otherwise lose its pods while
 their containers still run. Without fresh evidence the timer applies as without corroboration.
@@ -51,6 +58,7 @@ from collections.abc import Iterable
 from tpu_platform.hotswap.core.health import Problem, node_dead_since
 from tpu_platform.hotswap.core.model import Node
 from tpu_platform.hotswap.core.settings import Settings
+from tpu_platform.hotswap.core.timeutil import CLOCK_SKEW_SECONDS
 
 GONE = "GONE"
 """``Instance.status`` stand-in for a VM that ``instances.get`` no longer finds (HTTP 404)."""
@@ -78,12 +86,20 @@ def suspects(nodes: Iterable[Node], settings: Settings, now: float) -> tuple[Nod
     return tuple(n for n in nodes if suspect_since(n, settings, now) is not None)
 
 
+def read_after_suspicion(observed: float, since: float) -> bool:
+    """An answer the controller's clock dates ``observed`` was read after a suspicion the cluster's
+    clock dates ``since``, whichever clock is ahead (within the skew)."""
+    return since + CLOCK_SKEW_SECONDS <= observed
+
+
 def fresh_evidence(node: Node, settings: Settings, now: float) -> bool:
+    """The node's Compute Engine answer was read during its current suspicion (by the skew rule of
+    :func:`read_after_suspicion`), by now, and is at most ``instance_evidence_max_age_seconds`` old."""
     ev = node.instance
     since = suspect_since(node, settings, now)
-    if ev is None or since is None:
+    if ev is None or since is None or not read_after_suspicion(ev.observed, since):
         return False
-    return since <= ev.observed <= now and now - ev.observed <= settings.instance_evidence_max_age_seconds
+    return ev.observed <= now and now - ev.observed <= settings.instance_evidence_max_age_seconds
 
 
 def known_running(node: Node, settings: Settings, now: float) -> bool:

@@ -276,10 +276,11 @@ class Settings:
         default=(),
         metadata=_doc(
             """The stack's teams and their namespaces (rendered from the stack's teams section). A
-            tenant is a team, all its namespaces together; a namespace of no team is a tenant of its
-            own. Two namespaces of one team are one tenant's word, never two independent ones, and a
-            team whose reports alone took a pool out of service may preempt only its own JobSets
-            while that pool is out.""",
+            tenant is a team, all its namespaces together. Two namespaces of one team are one tenant's
+            word, never two independent ones, and a team whose reports alone took a pool out of service
+            may preempt only its own JobSets while that pool is out. With teams declared, a namespace
+            of no team is not heard on its own word (it could be any team's second voice); with none
+            declared, each namespace is a tenant.""",
             "teams",
         ),
     )

@@ -2,10 +2,18 @@
 
 A tenant controls every object in its own namespaces, and a team of the stack owns all of its
 namespaces: the tenant is the team (:attr:`~tpu_platform.hotswap.core.settings.Settings.teams`).
-Teams that share a namespace can write each other's objects there, so they are one tenant. A
-namespace of no team is a tenant of its own. Team and namespace tenants get distinct keys
-(``team:<name>``, the first name in order of teams joined so; ``ns:<name>``), so a namespace named
-like a team is never taken for it.
+Teams that share a namespace can write each other's objects there, so they are one tenant. Team and
+namespace tenants get distinct keys (``team:<name>``, the first name in order of teams joined so;
+``ns:<name>``), so a namespace named like a team is never taken for it.
+
+A namespace of no team (one the stack's teams do not list) has a key of its own but no word
+(:func:`has_word`): any team may also write there, and heard it would be that team's second voice (a
+second "independent" tenant, a second rate limit). Which team it is cannot be known, so it cannot be
+merged into one; its reports count only beside a signal no tenant writes, otherwise they keep the pool
+suspect and its JobSet restarts in place. Its pods still count as another tenant's on a pool (one
+team's word alone does not take that pool out). A stack that declares no teams (``Settings.teams``
+empty, its default; every stack in ``stacks/`` declares teams) has no team to protect and no tenancy
+but the namespace: each namespace is a tenant, and is heard.
 
 When a pool is declared unhealthy on workload reports alone, with no signal a tenant cannot write
 (:mod:`tpu_platform.hotswap.core.workload_signals`), the reporting tenants are recorded on every node
@@ -66,6 +74,12 @@ def team_of_namespace(settings: Settings) -> dict[str, str]:
 def tenant_key(namespace: str, teams: Mapping[str, str]) -> str:
     """The tenant that controls ``namespace``: its team, or the namespace itself."""
     return teams.get(namespace) or f"ns:{namespace}"
+
+
+def has_word(namespace: str, teams: Mapping[str, str]) -> bool:
+    """Whether reports from ``namespace`` may take a pool out on the tenants' word: with teams
+    declared, only a team's namespace (see the module docstring); with none, every namespace."""
+    return not teams or namespace in teams
 
 
 def tenant_label(key: str) -> str:
@@ -217,6 +231,7 @@ def restricted_tenants(ledger: TenantLedger, unusable: Iterable[str]) -> frozens
 __all__ = [
     "Declaration",
     "TenantLedger",
+    "has_word",
     "late_declarations",
     "parse_declarations",
     "pool_declarations",

@@ -34,8 +34,8 @@ record (``core/preemption.py``).
 Not bounded by now + skew, on purpose: a pod's ``deletionTimestamp`` (the API server sets it to the
 deletion request plus the grace period, so it lies ahead by design; only its presence is read), the
 ``scheduled-maintenance-time`` label (the notice of a window ahead; a far one asks for nothing before
-its request time) and Compute Engine's answers (not the cluster's; only answers observed by now count,
-``core/corroboration.py``).
+its request time) and Compute Engine's answers (not the cluster's; only answers observed by now, and at
+least the skew after the suspicion began, count: ``core/corroboration.py``).
 """
 
 from __future__ import annotations

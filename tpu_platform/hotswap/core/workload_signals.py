@@ -37,7 +37,9 @@ repetition (``workload_signal_repeats`` reports from distinct pods within
 A pool confirmed on the tenants' word alone records them (:attr:`PoolSignals.tenants`): while it is
 out, their JobSets preempt only their own tenant's work, so their reports never cost another team
 its work; and a tenant that already took ``workload_signal_team_limit`` pools out on its word within
-``workload_signal_team_window_seconds`` is not heard (its reports keep the pool suspect only).
+``workload_signal_team_window_seconds`` is not heard (its reports keep the pool suspect only); nor,
+with teams declared, is a namespace of no team (any team may write there too: it would be a team's
+second voice), whose reports count only beside a signal no tenant writes.
 Confirmed, the pool goes through the usual path (taint, fail fast by eviction: the kubelet is alive
 and stops the pods itself, so nothing is force-deleted for it).
 
@@ -59,7 +61,7 @@ from tpu_platform.hotswap.core import constants as k
 from tpu_platform.hotswap.core.health import Problem, chips_withdrawn
 from tpu_platform.hotswap.core.model import Node, Pod
 from tpu_platform.hotswap.core.settings import Settings
-from tpu_platform.hotswap.core.tenancy import tenant_key, tenant_label
+from tpu_platform.hotswap.core.tenancy import has_word, tenant_key, tenant_label
 from tpu_platform.hotswap.core.timeutil import CLOCK_SKEW_SECONDS, MAX_EPOCH, format_time, parse_time
 
 MAX_TERMINATIONS = 8
@@ -220,7 +222,8 @@ def assess_pool_signals(
     """The pool's reports (stored ``stored`` plus those of ``reporting``, its pods with container
     terminations) and whether they are confirmed. ``occupants`` are the unfinished pods bound to the
     pool's nodes (whose tenants a single tenant's reports must not override). ``teams`` maps a
-    namespace to its tenant (:func:`~tpu_platform.hotswap.core.tenancy.team_of_namespace`);
+    namespace to its tenant (:func:`~tpu_platform.hotswap.core.tenancy.team_of_namespace`); a namespace
+    it leaves out, when it maps any, is not heard (:func:`~tpu_platform.hotswap.core.tenancy.has_word`);
     ``limited`` tenants are at their rate limit and not heard; ``system`` names a problem the system
     set on one of the pool's nodes (a signal no tenant can write), if any; without ``room`` for the
     restart (a spare slice, or only the declaring tenants' own lower-priority pods to preempt: a
@@ -264,9 +267,11 @@ def assess_pool_signals(
         return tenant_key(namespace, team_map)
 
     everyone = sorted({tenant(r.namespace) for r in reports})
-    heard = [r for r in reports if tenant(r.namespace) not in limited]
+    worded = [r for r in reports if has_word(r.namespace, team_map)]
+    heard = [r for r in worded if tenant(r.namespace) not in limited]
     tenants = sorted({tenant(r.namespace) for r in heard})
-    muted = sorted(set(everyone) - set(tenants))
+    muted = sorted({tenant(r.namespace) for r in worded} - set(tenants))
+    teamless = sorted(set(everyone) - {tenant(r.namespace) for r in worded})
     pods = len({r.pod_uid for r in heard})
     who = f"{len({r.pod_uid for r in reports})} pod(s) of {_labels(everyone)}"
     if withdrawn:
@@ -274,32 +279,40 @@ def assess_pool_signals(
     if system is not None:
         return PoolSignals(reports, True, f"{who}; {system}", annotation)
     others = sorted({tenant(p.namespace) for p in occupants if p.uses_accelerator} - set(tenants))
-    limit_note = (
-        f"; {_labels(muted)} already took {settings.workload_signal_team_limit} pool(s) out on its own "
-        f"reports within {settings.workload_signal_team_window_seconds:g}s: not heard"
-        if muted
-        else ""
-    )
+    unheard = _unheard_note(muted, teamless, settings)
     declaring = tuple(tenants)
     enough = len(tenants) >= 2 or bool(tenants and pods >= settings.workload_signal_repeats and not others)
     if enough and not (room(tenants) if callable(room) else room):
         why = (
             f"{who}; no free slice of its shape for the restart: taken out on {_labels(tenants)}'s word "
-            f"alone, kube-scheduler would preempt another team's pods for it{limit_note}"
+            f"alone, kube-scheduler would preempt another team's pods for it{unheard}"
         )
         return PoolSignals(reports, False, why, annotation)
     if len(tenants) >= 2:
-        why = f"{who}: independent tenants{limit_note}"
+        why = f"{who}: independent tenants{unheard}"
         return PoolSignals(reports, True, why, annotation, tenants=declaring)
     if tenants and pods >= settings.workload_signal_repeats and not others:
-        return PoolSignals(reports, True, f"{who}: repeated{limit_note}", annotation, tenants=declaring)
+        return PoolSignals(reports, True, f"{who}: repeated{unheard}", annotation, tenants=declaring)
     if others and tenants:
-        why = f"{who}; pool also runs {_labels(others)}: one tenant's reports alone do not count{limit_note}"
+        why = f"{who}; pool also runs {_labels(others)}: one tenant's reports alone do not count{unheard}"
     elif tenants:
-        why = f"{who}; {settings.workload_signal_repeats} needed{limit_note}"
+        why = f"{who}; {settings.workload_signal_repeats} needed{unheard}"
     else:
-        why = who + limit_note
+        why = who + unheard
     return PoolSignals(reports, False, why, annotation)
+
+
+def _unheard_note(muted: Sequence[str], teamless: Sequence[str], settings: Settings) -> str:
+    """Who reported but was not heard, and why: at its rate limit, or a namespace of no team."""
+    note = ""
+    if muted:
+        note += (
+            f"; {_labels(muted)} already took {settings.workload_signal_team_limit} pool(s) out on its own "
+            f"reports within {settings.workload_signal_team_window_seconds:g}s: not heard"
+        )
+    if teamless:
+        note += f"; {_labels(teamless)} of no team of the stack: not heard"
+    return note
 
 
 def _labels(tenants: Sequence[str]) -> str:
