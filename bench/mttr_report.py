@@ -2,7 +2,7 @@
 figure there is regenerated from one run, never typed.
 
     .venv/bin/python bench/mttr.py --days 20 --kind-days 5 --range-days 5 > out/mttr.txt
-    .venv/bin/python bench/mttr_report.py out/mttr.txt --write README.md docs/benchmarks.md
+    .venv/bin/python bench/mttr_report.py out/mttr.txt --write README.md docs/measured.md docs/benchmarks.md
 
 A section is the text between ``<!-- mttr:NAME -->`` and ``<!-- /mttr:NAME -->``; NAME is one of
 ``SECTIONS``. The run's command and wall time come from its own output.

@@ -79,6 +79,8 @@ NOT_ADMISSION_RULES = frozenset(
     | {"tpu-node-selector", "tpu-accelerator", "tpu-topology", "tpu-chips", "tpu-pods-per-slice"}
     | {"tpu-capacity", "exclusive-placement", "pod-failure-policy-restart-policy", "container-image"}
     | {"queue-never-admitted"}
+    # The platform's own admission policy, not JobSet's webhook: tests/live/test_priority_entitlements.py.
+    | {"priority-not-granted"}
 )
 # About the input as a whole (or the CRDs missing): none may come up for these rows.
 INPUT_RULES = frozenset({"input-empty", "input-binary", "yaml-invalid", "not-a-manifest", "crds-unavailable"})

@@ -26,11 +26,13 @@ def test_a_running_answer_is_kept_until_the_reread_is_due_then_the_termination_i
     api = ComputeApi(t, seed=0)
     node = dead_node(0.0)
     since = 10.0
-    first = api.join(node, 12.0, since)
+    # Read past the clock skew after the suspicion (corroboration.read_after_suspicion), so usable.
+    read_at = since + 3.0
+    first = api.join(node, read_at, since)
     assert first is not None and first.status == "RUNNING" and api.reads == 1
     turned = t.compute_status_lag_s + t.compute_api_latency_s
-    now = 12.0
-    while now + 2.0 < 12.0 + t.compute_reread_s:
+    now = read_at
+    while now + 2.0 < read_at + t.compute_reread_s:
         now += 2.0
         assert api.join(node, now, since) == first, "cached until the re-read is due"
     assert api.reads == 1

@@ -22,7 +22,8 @@ Modules, one concern each:
 - ``workload``: workload mixes from a stack or a file; the closed-loop backlog of long traces.
 - ``run``: a ``Scenario`` plus a policy makes a ``Result``; ``compare_all`` runs the three.
 - ``scenarios``: the seed document's scenarios as small stacks.
-- ``timeline``: the PNG; ``whatif``: the ``tpu-platform whatif`` command.
+- ``timeline``: the PNG; ``whatif``: the ``tpu-platform whatif`` command; ``draws``: its seeded draws
+  and their p50 and p95.
 
 Typical use::
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import random
 
 from tpu_platform.hotswap.core import Instance
+from tpu_platform.hotswap.core.corroboration import read_after_suspicion
 from tpu_platform.sim.model import SimNode
 from tpu_platform.sim.params import Timings
 
@@ -46,7 +47,7 @@ class ComputeApi:
             return True
         at, failed = self.attempted[node.name]
         answer = self.last.get(node.name)
-        usable = answer is not None and answer.observed >= since and not failed
+        usable = answer is not None and read_after_suspicion(answer.observed, since) and not failed
         return now - at >= (self.t.compute_reread_s if usable else self.t.compute_retry_s)
 
     def expire(self, name: str) -> None:

@@ -213,7 +213,8 @@ class LiveCluster:
                 "PATCH", path, probe, query={"dryRun": "All"}, content_type="application/merge-patch+json"
             )
 
-        wait_for("the node-state admission policy enforced", lambda: _denied_by_policy(node_write), 30)
+        if any(b["spec"]["policyName"].endswith("node-state") for b in bindings):
+            wait_for("the node-state admission policy enforced", lambda: _denied_by_policy(node_write), 30)
         if any(b["spec"]["policyName"].endswith("jobset-state") for b in bindings):
             js = {
                 "apiVersion": "jobset.x-k8s.io/v1alpha2",
