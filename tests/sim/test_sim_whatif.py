@@ -187,3 +187,23 @@ def test_p50_and_p95_interpolate_between_closest_ranks_as_the_metrics_do() -> No
     assert p50_p95(values) == pytest.approx((percentile(values, 50), percentile(values, 95)))
     assert p50_p95(values) == pytest.approx((2.5, 3.85))
     assert p50_p95([7.0]) == (7.0, 7.0), "one draw is its own spread"
+
+
+def test_the_fastest_and_slowest_draw_bracket_the_percentiles(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A percentile hides a fast tail: each policy's fastest and slowest draw is printed too."""
+    out = _whatif(tmp_path, capsys, "--draws", "8")
+    row = next(line for line in out.splitlines() if line.startswith("  default/training-4x4-high "))
+    (note,) = re.findall(r"default/training-4x4-high pods Running, fastest-slowest draw: (.*)\)", out)
+    spans = [re.fullmatch(rf"(\w+) {DURATION}-{DURATION}", part) for part in note.split(", ")]
+    cells = re.findall(SPREAD, row)
+    assert len(cells) == len(spans) == 3
+    for span, (p50, p95) in zip(spans, cells, strict=True):
+        assert span is not None
+        _, fastest, slowest = span.groups()
+        assert _seconds(fastest) <= _seconds(p50) <= _seconds(p95) <= _seconds(slowest), (
+            span.group(0),
+            p50,
+            p95,
+        )

@@ -360,6 +360,19 @@ def _hit_note(draws: Sequence[Draw], key: str) -> str:
     return f"{key} hit in {each} of {len(draws)} draws; its figures are over the draws that hit it"
 
 
+def _range_note(draws: Sequence[Draw], key: str) -> str:
+    """The fastest and slowest draw of each policy: a percentile hides a fast tail (the recipe's
+    restart is quick in the draws where the dead VM's pods go at once)."""
+    from tpu_platform.sim.run import POLICIES
+
+    spans = []
+    for n in POLICIES:
+        seconds = [d.policies[n].running[key].seconds for d in draws if key in d.policies[n].running]
+        if seconds:
+            spans.append(f"{n} {_duration(min(seconds))}-{_duration(max(seconds))}")
+    return f"{key} pods Running, fastest-slowest draw: {', '.join(spans)}"
+
+
 def _recovery_rows(draws: Sequence[Draw]) -> tuple[Rows, list[str]]:
     from tpu_platform.sim.run import POLICIES
 
@@ -368,6 +381,7 @@ def _recovery_rows(draws: Sequence[Draw]) -> tuple[Rows, list[str]]:
     back = [_recovery_cell(draws, n, keys[0], resumed=True) if keys else "-" for n in POLICIES]
     rows.append(("training back where it was", back))
     notes = [note for key in keys if (note := _hit_note(draws, key))]
+    notes += [_range_note(draws, key) for key in keys]
     if not keys:
         notes.append("none: the failed slice ran no high-priority JobSet")
     return rows, notes
