@@ -153,8 +153,8 @@ def test_pyproject_ranges_admit_the_locked_versions() -> None:
 
 
 def test_the_constraints_are_the_tools_lock_without_hashes() -> None:
-    """The policy pack and the component provider install this checkout (pip hashes no folder), so
-    they take the tools lock's versions as constraints."""
+    """The policy pack, the component provider and the example consumer install this checkout (pip
+    hashes no folder), so they take the tools lock's versions as constraints."""
     tools = {p.name: p.version for p in read_lock(ROOT / "requirements.txt").values()}
     constraints = dict(
         (canonicalize_name(Requirement(line).name), str(Requirement(line).specifier)[2:])
@@ -162,6 +162,7 @@ def test_the_constraints_are_the_tools_lock_without_hashes() -> None:
         if line and not line.startswith("#")
     )
     assert constraints == tools
-    for folder in ("policy", "provider"):
+    for folder in ("policy", "provider", "examples/consumer"):
         lines = (ROOT / folder / "requirements.txt").read_text().splitlines()
-        assert "-c ../constraints.txt" in lines and ".." in lines, folder
+        up = "/".join([".."] * len(Path(folder).parts))
+        assert f"-c {up}/constraints.txt" in lines and up in lines, folder
