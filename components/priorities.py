@@ -16,7 +16,13 @@ import pulumi_kubernetes as k8s
 
 from tpu_platform.config import PlatformConfig
 from tpu_platform.kueue import priority_objects
-from tpu_platform.kueue.entitlements import GRANTS_ANNOTATION, POLICY_NAME, entitlement_policy, entitlements
+from tpu_platform.kueue.entitlements import (
+    GRANTS_ANNOTATION,
+    POLICY_NAME,
+    TEAMS_ANNOTATION,
+    entitlement_policy,
+    entitlements,
+)
 
 from .kube_object import KubeObject
 
@@ -69,7 +75,8 @@ class Priorities(pulumi.ComponentResource):
         if specs is None:
             return
         policy_spec, binding_spec = specs
-        metadata = {"name": POLICY_NAME, "annotations": {GRANTS_ANNOTATION: ent.annotation()}}
+        annotations = {GRANTS_ANNOTATION: ent.annotation(), TEAMS_ANNOTATION: ent.teams_annotation()}
+        metadata = {"name": POLICY_NAME, "annotations": annotations}
         opts = pulumi.ResourceOptions(parent=self, provider=args.provider)
         # pulumi-kubernetes types its inputs as TypedDicts that plain dicts do not satisfy; the
         # rendered objects are checked against the Kubernetes schemas by the tests instead.

@@ -297,16 +297,20 @@ def test_each_namespace_shows_the_priorities_it_may_use(cluster, capsys) -> None
         if r["type"].endswith(":ValidatingAdmissionPolicy") and r["inputs"]["metadata"]["name"] == POLICY_NAME
     ]
     Seeder(api).create("validatingadmissionpolicies", policy)
-    assert _status(kubeconfig, capsys)["entitlements"] == {
-        "applied": ["low-priority-job"],
-        "research": ["low-priority-job", "high-priority-job"],
-        "*": ["low-priority-job"],
-    }
+    assert _status(kubeconfig, capsys)["entitlements"] == [
+        {"namespace": "applied", "team": "applied", "priorities": ["low-priority-job"]},
+        {
+            "namespace": "research",
+            "team": "research",
+            "priorities": ["low-priority-job", "high-priority-job"],
+        },
+        {"namespace": "*", "team": None, "priorities": ["low-priority-job"]},
+    ]
     assert cli.main(["status", "--kubeconfig", kubeconfig]) == 0
     out = capsys.readouterr().out
     rows = [line.split() for line in out.split("priorities each namespace may use")[1].splitlines()[2:]]
     assert rows == [
-        ["applied", "low-priority-job"],
-        ["research", "low-priority-job,", "high-priority-job"],
-        ["every", "other", "namespace", "low-priority-job"],
+        ["applied", "applied", "low-priority-job"],
+        ["research", "research", "low-priority-job,", "high-priority-job"],
+        ["every", "other", "namespace", "-", "low-priority-job"],
     ]

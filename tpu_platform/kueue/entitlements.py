@@ -27,6 +27,8 @@ POLICY_NAME: Final = "tpu-platform-priority-entitlements"
 GRANTS_ANNOTATION: Final = "tpu-platform.dev/priority-grants"
 """On the policy: ``namespace=p1,p2;...`` per team namespace and ``*=...`` for every other one, so
 ``tpu-platform status`` shows each team's entitlement from the cluster itself."""
+TEAMS_ANNOTATION: Final = "tpu-platform.dev/priority-teams"
+"""On the policy: ``namespace=team;...``, the team (or teams) each namespace belongs to."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,14 +54,22 @@ class Entitlements:
         parts = [f"{ns}={','.join(names)}" for ns, names in sorted(self.by_namespace.items())]
         return ";".join([*parts, f"*={','.join(self.open)}"])
 
+    def teams_annotation(self) -> str:
+        return ";".join(f"{ns}={team}" for ns, team in sorted(self.team_of_namespace.items()))
+
 
 def parse_grants(annotation: str) -> dict[str, tuple[str, ...]]:
-    """The policy's annotation read back: namespace (``*`` for every other one) -> its priorities."""
-    grants: dict[str, tuple[str, ...]] = {}
-    for part in filter(None, annotation.split(";")):
-        namespace, _, names = part.partition("=")
-        grants[namespace] = tuple(filter(None, names.split(",")))
-    return grants
+    """The policy's grants annotation read back: namespace (``*`` for every other one) -> priorities."""
+    return {ns: tuple(filter(None, names.split(","))) for ns, names in _pairs(annotation)}
+
+
+def parse_teams(annotation: str) -> dict[str, str]:
+    """The policy's teams annotation read back: namespace -> its team (or teams, comma-separated)."""
+    return dict(_pairs(annotation))
+
+
+def _pairs(annotation: str) -> list[tuple[str, str]]:
+    return [(key, value) for key, _, value in (p.partition("=") for p in annotation.split(";") if p)]
 
 
 def who(ent: Entitlements, namespace: str) -> str:

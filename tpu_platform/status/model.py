@@ -32,7 +32,7 @@ from typing import Any
 from ..constants import HOTSWAP_REPORTING_CONTROLLER, LABEL_INSTANCE_TYPE
 from ..hotswap.core import constants as k
 from ..hotswap.core.timeutil import parse_time
-from ..kueue.entitlements import GRANTS_ANNOTATION, parse_grants
+from ..kueue.entitlements import GRANTS_ANNOTATION, TEAMS_ANNOTATION, parse_grants, parse_teams
 from .fleet import WorkerView, worker_views
 
 JSON = dict[str, Any]
@@ -486,8 +486,8 @@ class PlatformStatus:
     controller: ControllerView
     notes: list[str]
     fleet: list[WorkerView] = field(default_factory=list)
-    entitlements: dict[str, list[str]] | None = None
-    """Per namespace (``*`` for every other one) the priorities it may use; None: no restriction."""
+    entitlements: list[EntitlementView] | None = None
+    """Per team namespace, then every other one (``*``), the priorities it may use; None: no policy."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -509,9 +509,19 @@ def build_status(objects: ClusterObjects, now: float) -> PlatformStatus:
     )
 
 
-def entitlement_view(policy: JSON | None) -> dict[str, list[str]] | None:
+@dataclass(frozen=True)
+class EntitlementView:
+    namespace: str
+    """``*`` for every namespace of no team."""
+    team: str | None
+    priorities: list[str]
+
+
+def entitlement_view(policy: JSON | None) -> list[EntitlementView] | None:
     """What the platform's admission policy lets each namespace use, from the grants it carries."""
     if policy is None:
         return None
     grants = parse_grants(_annotations(policy).get(GRANTS_ANNOTATION, ""))
-    return {namespace: list(names) for namespace, names in grants.items()}
+    teams = parse_teams(_annotations(policy).get(TEAMS_ANNOTATION, ""))
+    ordered = sorted(grants.items(), key=lambda item: (item[0] == "*", item[0]))
+    return [EntitlementView(ns, teams.get(ns), list(names)) for ns, names in ordered]

@@ -178,12 +178,15 @@ def render_text(status: PlatformStatus) -> str:
     if status.entitlements is None:
         out.append("  (no entitlement policy: every namespace may use every priority)")
     else:
-        ordered = sorted(status.entitlements.items(), key=lambda item: (item[0] == "*", item[0]))
         out += table(
-            ["  NAMESPACE", "PRIORITIES"],
+            ["  NAMESPACE", "TEAM", "PRIORITIES"],
             [
-                ["  " + ("every other namespace" if ns == "*" else ns), ", ".join(names) or "-"]
-                for ns, names in ordered
+                [
+                    "  " + ("every other namespace" if e.namespace == "*" else e.namespace),
+                    e.team or "-",
+                    ", ".join(e.priorities) or "-",
+                ]
+                for e in status.entitlements
             ],
         )
     if status.notes:
