@@ -63,6 +63,29 @@ def import_graph(modules: Mapping[str, Module]) -> dict[str, set[str]]:
     return graph
 
 
+def package_graph(graph: Mapping[str, set[str]], package: str) -> dict[str, set[str]]:
+    """Imports between the direct children of ``package`` (its modules and sub-packages), each child
+    standing for everything below it; the package's own ``__init__`` is no child."""
+
+    def child(name: str) -> str | None:
+        if not name.startswith(package + "."):
+            return None
+        return f"{package}.{name[len(package) + 1 :].split('.', 1)[0]}"
+
+    children: dict[str, set[str]] = {}
+    for source, targets in graph.items():
+        mine = child(source)
+        if mine is None:
+            continue
+        edges = children.setdefault(mine, set())
+        for target in targets:
+            theirs = child(target)
+            if theirs is not None and theirs != mine:
+                edges.add(theirs)
+                children.setdefault(theirs, set())
+    return children
+
+
 def _strongly_connected(graph: Mapping[str, set[str]]) -> list[list[str]]:
     """Tarjan's algorithm, iterative (a deep package must not hit the recursion limit)."""
     index: dict[str, int] = {}

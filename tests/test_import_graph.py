@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.import_graph import discover, import_cycles, import_graph
+from tests.import_graph import discover, import_cycles, import_graph, package_graph
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -25,6 +25,17 @@ def test_no_import_cycle_in_the_package() -> None:
     assert "tpu_platform.config.loader" in modules and "tpu_platform.components.program" in modules
     cycles = import_cycles(import_graph(modules))
     assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(cycle) for cycle in cycles)
+
+
+def test_no_import_cycle_between_packages() -> None:
+    """Within every package, its modules and sub-packages import one way: ``config`` does not use the
+    queue plan built on it, nor ``plan`` the policy rules that read plans."""
+    modules = discover(_package_roots())
+    graph = import_graph(modules)
+    packages = sorted(name for name, module in modules.items() if module.is_package)
+    assert "tpu_platform" in packages and "tpu_platform.config.checks" in packages
+    cycles = [cycle for package in packages for cycle in import_cycles(package_graph(graph, package))]
+    assert not cycles, "package cycles:\n" + "\n".join(" -> ".join(cycle) for cycle in cycles)
 
 
 def _write(root: Path, files: dict[str, str]) -> dict[str, Path]:
@@ -81,6 +92,24 @@ def test_a_relative_import_through_the_parent_package(tmp_path: Path) -> None:
         },
     )
     assert import_cycles(import_graph(discover(roots))) == [["pkg.b", "pkg.sub.a", "pkg.b"]]
+
+
+def test_a_cycle_between_packages_is_found_without_a_module_cycle(tmp_path: Path) -> None:
+    roots = _write(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "low/__init__.py": "",
+            "low/checks.py": "from pkg.high.build import plan\n",
+            "low/model.py": "thing = 1\n",
+            "high/__init__.py": "",
+            "high/build.py": "from pkg.low.model import thing\nplan = thing\n",
+        },
+    )
+    graph = import_graph(discover(roots))
+    assert import_cycles(graph) == []
+    assert import_cycles(package_graph(graph, "pkg")) == [["pkg.high", "pkg.low", "pkg.high"]]
+    assert package_graph(graph, "pkg.low") == {"pkg.low.checks": set(), "pkg.low.model": set()}
 
 
 def test_a_package_importing_its_own_submodules_is_no_cycle(tmp_path: Path) -> None:
@@ -141,6 +170,7 @@ CONFIG_LAYERS = {
         2,
     ),
     "platform": 3,
+    "capacity": 4,  # whole slices the pools provide and the quotas claim, for the checks
     "checks": 4,
     "sizing": 4,  # derived from a whole stack, like the checks
     "partial": 4,  # the sections of a whole stack that validated, for the checks

@@ -14,46 +14,56 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
-# A module belongs to the longest prefix listed: 0 pure logic, 1 tools over it, 2 I/O.
+# A module belongs to the longest prefix listed, and imports only its own layer and the ones below.
 LAYERS: dict[str, int] = {
-    # pure logic
+    # pure logic the stack model stands on
     "tpu_platform": 0,
     "tpu_platform.catalog": 0,
-    "tpu_platform.config": 0,
-    "tpu_platform.slices": 0,
-    "tpu_platform.queueplan": 0,
     "tpu_platform.constants": 0,
-    "tpu_platform.kueue": 0,
-    "tpu_platform.summary": 0,
     "tpu_platform.hotswap": 0,
     "tpu_platform.hotswap.core": 0,
     "tpu_platform.hotswap.deploy": 0,
-    "tpu_platform.monitoring": 0,
     # the adapter's pure parts: its config-file format (rendered by deploy), its API protocol (no
     # client), and the table of its API calls (the RBAC deploy renders is built from it)
     "tpu_platform.hotswap.adapter.config": 0,
     "tpu_platform.hotswap.adapter.api": 0,
     "tpu_platform.hotswap.adapter.access": 0,
+    # the stack model, with its own checks: they use nothing built on it
+    "tpu_platform.config": 1,
+    # pure logic built on the stack model
+    "tpu_platform.slices": 2,
+    "tpu_platform.queueplan": 2,
+    "tpu_platform.kueue": 2,
+    "tpu_platform.summary": 2,
+    "tpu_platform.monitoring": 2,
     # tools over the pure logic
-    "tpu_platform.project": 1,
-    "tpu_platform.terminal": 1,
-    "tpu_platform.plan": 1,
-    "tpu_platform.schema": 1,
-    "tpu_platform.lint": 1,
-    "tpu_platform.policy": 1,
-    "tpu_platform.sim": 1,
-    "tpu_platform.status": 1,
-    "tpu_platform.testing": 1,
+    "tpu_platform.project": 3,
+    "tpu_platform.terminal": 3,
+    "tpu_platform.plan": 3,
+    "tpu_platform.schema": 3,
+    "tpu_platform.status": 3,
+    "tpu_platform.testing": 3,
+    # tools that read stack files and offline plans through ``plan``
+    "tpu_platform.lint": 4,
+    "tpu_platform.policy": 4,
+    "tpu_platform.sim": 4,
     # I/O
-    "tpu_platform.components": 2,
-    "tpu_platform.hotswap.adapter": 2,
-    "tpu_platform.hotswap.__main__": 2,
-    "tpu_platform.cli": 2,
-    "tpu_platform.commands": 2,
-    "tpu_platform.status.fetch": 2,
-    "tpu_platform.__main__": 2,
+    "tpu_platform.components": 5,
+    "tpu_platform.hotswap.adapter": 5,
+    "tpu_platform.hotswap.__main__": 5,
+    "tpu_platform.cli": 5,
+    "tpu_platform.commands": 5,
+    "tpu_platform.status.fetch": 5,
+    "tpu_platform.__main__": 5,
 }
-NAMES = {0: "pure logic", 1: "tools", 2: "I/O"}
+NAMES = {
+    0: "pure logic below the stack model",
+    1: "the stack model",
+    2: "pure logic on the stack model",
+    3: "tools",
+    4: "tools over stack files and plans",
+    5: "I/O",
+}
 
 
 def _modules() -> dict[str, Path]:
@@ -112,6 +122,19 @@ def test_no_module_imports_a_layer_above_its_own(module: str) -> None:
         if name in modules and (layer_of(name) or 0) > mine
     )
     assert not upward, f"{module} ({NAMES[mine]}) imports {upward} from a layer above it"
+
+
+@pytest.mark.parametrize(
+    ("lower", "upper"),
+    [
+        ("tpu_platform.config.checks.capacity", "tpu_platform.queueplan.build"),  # a plan built on the stack
+        ("tpu_platform.plan.changes", "tpu_platform.policy.replacement"),  # a rule over plans
+    ],
+)
+def test_what_is_built_on_a_layer_sits_above_it(lower: str, upper: str) -> None:
+    """The stack's checks may not use the queue plan, nor the plan review the policy rules."""
+    lower_layer, upper_layer = layer_of(lower), layer_of(upper)
+    assert lower_layer is not None and upper_layer is not None and lower_layer < upper_layer
 
 
 def test_the_checker_sees_relative_and_late_imports(tmp_path: Path) -> None:

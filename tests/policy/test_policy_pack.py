@@ -28,8 +28,9 @@ from pulumi_policy.deserialize import deserialize_properties
 from pulumi_policy.proxy import UNKNOWN_BOOLEAN_VALUE, UNKNOWN_STRING_VALUE, unknown_checking_proxy
 from pulumi_policy.version import VERSION as PULUMI_POLICY_VERSION
 
-from tpu_platform.policy import UNKNOWN, pools
+from tpu_platform.policy import UNKNOWN
 from tpu_platform.policy.pack import ALL_RULES, PACK_NAME, policies, to_plain
+from tpu_platform.tpu_pools import NODE_POOL
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 POLICY_DIR = REPO_ROOT / "policy"
@@ -72,7 +73,7 @@ def test_resource_policy_reports_through_pulumi_policy() -> None:
     assert isinstance(policy, ResourceValidationPolicy)
     reported: list[tuple[str, str | None]] = []
     props = unknown_checking_proxy(deserialize_properties(broken_pool_props()))
-    args = ResourceValidationArgs(pools.NODE_POOL, props, POOL_URN, "tpu-a-0", opts(), None)
+    args = ResourceValidationArgs(NODE_POOL, props, POOL_URN, "tpu-a-0", opts(), None)
     policy.validate(args, lambda message, urn: reported.append((message, urn)))
     assert len(reported) == 1
     assert reported[0][0].startswith("TPU node pool 'a-0' has auto-repair off")
@@ -86,7 +87,7 @@ def test_a_value_unknown_during_preview_does_not_abort_the_policy() -> None:
     props["management"] = {"autoRepair": UNKNOWN_BOOLEAN_VALUE}
     reported: list[str] = []
     args = ResourceValidationArgs(
-        pools.NODE_POOL,
+        NODE_POOL,
         unknown_checking_proxy(deserialize_properties(props)),
         POOL_URN,
         "tpu-a-0",
@@ -200,7 +201,7 @@ def test_the_pack_serves_every_policy_and_blocks_a_broken_pool(
     assert {p.enforcementLevel for p in info.policies} == {analyzer_pb2.MANDATORY}
 
     request = analyzer_pb2.AnalyzeRequest(
-        type=pools.NODE_POOL,
+        type=NODE_POOL,
         properties=_struct(broken_pool_props()),
         urn=POOL_URN,
         name="tpu-a-0",

@@ -24,6 +24,7 @@ from tpu_platform.plan.harness import urn_label
 from tpu_platform.policy import Stack, kueue_rules, offline, pools, rules
 from tpu_platform.policy.offline import check_rendering, from_recorded
 from tpu_platform.summary import summarize
+from tpu_platform.tpu_pools import NODE_POOL
 
 STACKS = list_stacks()
 
@@ -109,7 +110,7 @@ def test_turning_off_auto_repair_on_a_slice_is_caught() -> None:
     base = rendered("dev")
 
     def is_slice(r: RecordedResource) -> bool:
-        return r.type == pools.NODE_POOL and r.inputs.get("name") == "dev-4x4-0"
+        return r.type == NODE_POOL and r.inputs.get("name") == "dev-4x4-0"
 
     pool = next(r for r in base.resources if is_slice(r))
     broken = _edit(
@@ -129,7 +130,7 @@ def test_offline_command_fails_on_a_violation(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     pool = rules.Resource(
-        "urn:x", pools.NODE_POOL, "p", {"name": "p", "nodeConfig": {"machineType": "ct6e-standard-4t"}}
+        "urn:x", NODE_POOL, "p", {"name": "p", "nodeConfig": {"machineType": "ct6e-standard-4t"}}
     )
     monkeypatch.setattr(offline, "check_rendering", lambda rendering: rules.evaluate([pool]))
     assert cli.main(["policy", "dev"]) == 1

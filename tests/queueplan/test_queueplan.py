@@ -16,10 +16,11 @@ from hypothesis import strategies as st
 from tests.conftest import MINIMAL_STACK
 from tpu_platform import catalog
 from tpu_platform.config import PlatformConfig
+from tpu_platform.config.capacity import nominal_claims, pool_slices
 from tpu_platform.constants import TPU_RESOURCE
 from tpu_platform.kueue import queue_objects
 from tpu_platform.plan import load_stack_config, parse_stack_config, stack_file
-from tpu_platform.queueplan import Claims, QuotaNode, QuotaTree, TreeUsage, queue_plan
+from tpu_platform.queueplan import QuotaNode, QuotaTree, TreeUsage, queue_plan
 
 FOUR = catalog.lookup("4x4")
 EIGHT = catalog.lookup("8x8")
@@ -131,10 +132,12 @@ def test_builder_leaves_out_what_the_checks_reject() -> None:
             }
         ],
     }
-    plan = queue_plan(PlatformConfig.model_validate(raw))
+    cfg = PlatformConfig.model_validate(raw)
+    plan = queue_plan(cfg)
     assert [f.shape for f in plan.flavors] == [FOUR]
     assert [x.shape for x in plan.queue_of("a").quotas] == [EIGHT]
     assert plan.nominal_claims().flavors() == []  # no pool has 8x8
+    assert nominal_claims(cfg).flavors() == [] and pool_slices(cfg) == {FOUR: 1}
 
 
 def test_nominal_claims_list_teams_then_cohorts() -> None:
@@ -146,15 +149,8 @@ def test_nominal_claims_list_teams_then_cohorts() -> None:
     assert claims.owners(FOUR) == [("team a", 2), ("team b", 1), ("cohort org", 1)]
     assert claims.owners(EIGHT) == [("cohort org", 1)]  # a zero nominal claims nothing
     assert claims.over({FOUR: 4, EIGHT: 1}) == [] and claims.over({FOUR: 3, EIGHT: 1}) == [FOUR]
-
-
-def test_claims_keep_first_claim_order_and_add_up() -> None:
-    claims: Claims[str, str] = Claims()
-    claims.add("y", "q1", 16)
-    claims.add("x", "q2", 8)
-    claims.add("y", "q3", 0.5)
-    assert (claims.flavors(), claims.total("y"), claims.total("missing")) == (["y", "x"], 16.5, 0)
-    assert claims.over({"y": 16}) == ["y", "x"]
+    counted = nominal_claims(cfg)  # what the stack's capacity check adds up
+    assert [counted.owners(s) for s in (FOUR, EIGHT)] == [claims.owners(s) for s in (FOUR, EIGHT)]
 
 
 # --------------------------------------------------------------------------- usage, as Kueue charges it
@@ -320,6 +316,11 @@ def test_plan_totals_are_what_the_rendered_cluster_queues_say(config: dict[str, 
     claims = plan.nominal_claims()
     for pool_flavor in plan.flavors:
         assert claims.total(pool_flavor.shape) + plan.unassigned()[pool_flavor.shape] == pool_flavor.slices
+    # The stack's capacity check counts the same claims and capacity from the stack itself.
+    counted = nominal_claims(cfg)
+    assert counted.flavors() == claims.flavors()
+    assert all(counted.owners(shape) == claims.owners(shape) for shape in claims)
+    assert pool_slices(cfg) == plan.capacity()
 
 
 @pytest.mark.parametrize("stack_name", ["dev", "prod", "seed"])

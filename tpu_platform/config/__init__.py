@@ -3,9 +3,11 @@
 Layers, each importing only the ones before it in this list: ``problems`` (paths, errors),
 ``base``/``shapes``/``explain`` (formats, pydantic's errors as lines), one model module per
 section (``cluster``, ``pools``, ``priorities``, ``kueue``, ``quota``, ``cohorts``, ``teams``,
-``hotswap``), ``platform`` (the whole stack), ``checks`` (one validator per section), ``partial``
+``hotswap``), ``platform`` (the whole stack), ``capacity`` and ``sizing`` (counted from the whole
+stack, for the checks and the layers above), ``checks`` (one validator per section), ``partial``
 (the sections of a stack that validated, for the checks when others did not) and ``loader``
-(``parse_platform``, ``read_stack``). tests/test_import_graph.py holds them to it.
+(``parse_platform``, ``read_stack``). tests/test_import_graph.py holds them to it; nothing here
+imports a package built on the stack model (tests/test_layers.py).
 """
 
 from .base import StackModel

@@ -8,20 +8,14 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
 from ..constants import DOMAIN
+from ..hotswap.formats.quantity import QuantityError, split_quantity
+from ..hotswap.formats.quantity import parse_quantity as api_quantity
 
-# Kubernetes quantities: k8s.io/apimachinery pkg/api/resource/quantity.go (ParseQuantity):
-# <signedNumber><suffix>, suffix a binary SI (Ki..Ei), decimal SI (n u m "" k M G T P E) or
-# decimal exponent (e3, E-2).
-QUANTITY_RE = re.compile(
-    r"^(?P<num>[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+))(?P<suffix>[KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]+)?$"
-)
-_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL = {"n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "k": Decimal(10**3),
-            "M": Decimal(10**6), "G": Decimal(10**9), "T": Decimal(10**12), "P": Decimal(10**15),
-            "E": Decimal(10**18)}  # fmt: skip
+# A decimal exponent beyond this is no container resource or weight, only a typo.
+MAX_QUANTITY_EXPONENT = 30
 
 # Label keys and values: k8s.io/apimachinery pkg/util/validation/validation.go
 # (IsQualifiedName: optional DNS-subdomain prefix of at most 253 characters, a name of at most 63;
@@ -56,25 +50,23 @@ MACHINE_TYPE_RE = re.compile(r"^[a-z][a-z0-9]{1,4}-[a-z0-9]+(-[a-z0-9]+){0,3}$")
 
 
 def parse_quantity(text: str) -> Decimal:
-    """A Kubernetes quantity's value, or ``ValueError`` as the API server's ``ParseQuantity`` would."""
-    match = QUANTITY_RE.match(text)
-    if not match:
-        raise ValueError(f"{text!r} is not a Kubernetes quantity such as '500m', '2', '512Mi' or '1Gi'")
+    """A Kubernetes quantity's value as the API server's ``ParseQuantity`` gives it, or ``ValueError``.
+
+    Stricter than the server where it can only be a typo: the number must hold a digit (the server
+    reads ``Gi`` or ``.`` as 0) and a decimal exponent be at most 30 either way."""
+    not_a_quantity = f"{text!r} is not a Kubernetes quantity such as '500m', '2', '512Mi' or '1Gi'"
     try:
-        number = Decimal(match["num"])
-    except InvalidOperation:
-        raise ValueError(f"{text!r} is not a Kubernetes quantity") from None
-    suffix = match["suffix"] or ""
-    if suffix in _BINARY:
-        return number * _BINARY[suffix]
-    if suffix in _DECIMAL:
-        return number * _DECIMAL[suffix]
-    if suffix:
-        exponent = int(suffix[1:])
-        if abs(exponent) > 30:
-            raise ValueError(f"{text!r}: exponent out of range for a container resource")
-        return number * Decimal(10) ** exponent
-    return number
+        parts = split_quantity(text)
+    except QuantityError:
+        raise ValueError(not_a_quantity) from None
+    if not parts.has_digits:
+        raise ValueError(not_a_quantity)
+    if parts.exponent is not None and abs(parts.exponent) > MAX_QUANTITY_EXPONENT:
+        raise ValueError(f"{text!r}: exponent out of range for a container resource")
+    try:
+        return api_quantity(text)
+    except QuantityError:
+        raise ValueError(not_a_quantity) from None
 
 
 def check_quantity(text: str, what: str, maximum: str) -> Decimal:

@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-import re
 from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator
 
 from .. import catalog
+from ..hotswap.formats.duration import NANOSECONDS_PER_SECOND, DurationError, parse_duration
 from .base import StackModel, check_dns_subdomain
 from .formats import check_quantity
 from .kueue_gates import KUEUE_FEATURE_GATES, LOCKED_FEATURE_GATES
 from .problems import did_you_mean
 from .shapes import default_flavor_name, entry_shape
 
-DURATION_RE = re.compile(r"^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$")
-DURATION_PART_RE = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)")
-_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+MAX_DURATION_SECONDS = 366 * 86400
+"""No Kueue timeout is longer than a year; a longer one is a typo."""
 # Caps on a controller container: no node the system pool runs offers more.
 MAX_CPU = "64"
 MAX_MEMORY = "512Gi"
@@ -53,17 +52,27 @@ REQUIRED_FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset")
 
 
 def check_duration(value: str | None, what: str) -> str | None:
-    """Go ``time.ParseDuration`` syntax (what ``metav1.Duration`` in Kueue's Configuration decodes)."""
-    if value is not None and not DURATION_RE.match(value):
-        raise ValueError(f"{what} {value!r} is not a duration such as '30m', '1h30m' or '90s'")
-    if value is not None and duration_seconds(value) > 366 * 86400:
-        raise ValueError(f"{what} {value!r} is longer than a year; use a duration such as '30m'")
+    """Go ``time.ParseDuration`` syntax (what ``metav1.Duration`` in Kueue's Configuration decodes),
+    neither negative (Kueue's ``validateWaitForPodsReady`` rejects it) nor longer than a year."""
+    if value is None:
+        return None
+    too_long = f"{what} {value!r} is longer than a year; use a duration such as '30m'"
+    try:
+        nanoseconds = parse_duration(value)
+    except DurationError as err:
+        if err.problem == "overflow":
+            raise ValueError(too_long) from None
+        raise ValueError(f"{what} {value!r} is not a duration such as '30m', '1h30m' or '90s'") from None
+    if nanoseconds < 0:
+        raise ValueError(f"{what} {value!r} is negative, which Kueue rejects; use a duration such as '30m'")
+    if nanoseconds > MAX_DURATION_SECONDS * NANOSECONDS_PER_SECOND:
+        raise ValueError(too_long)
     return value
 
 
 def duration_seconds(value: str) -> float:
     """Seconds of a duration that passed ``check_duration``."""
-    return sum(float(n) * _UNIT_SECONDS[unit] for n, unit in DURATION_PART_RE.findall(value))
+    return parse_duration(value) / NANOSECONDS_PER_SECOND
 
 
 def _default_strategies() -> list[PreemptionStrategy]:

@@ -31,6 +31,7 @@ from ..constants import (
     OVERCOMMIT_ANNOTATION,
     TPU_RESOURCE,
 )
+from ..hotswap.formats.quantity import parse_quantity, split_quantity
 from ..queueplan import FlavorQuota, QueuePlan, queue_plan
 from .provisioning import with_admission_checks
 
@@ -48,8 +49,9 @@ def _metadata(name: str, namespace: str | None = None, **labels: str) -> dict[st
 
 
 def _quantity(weight: str) -> int | str:
-    """Fair-sharing weights: integers stay integers, decimals stay quantity strings."""
-    return int(weight) if weight.isdigit() else weight
+    """Fair-sharing weights: one written as a plain whole number is rendered as that integer, any
+    other stays the quantity string the stack wrote (the API server reads either)."""
+    return int(parse_quantity(weight)) if split_quantity(weight).is_plain_integer else weight
 
 
 # --------------------------------------------------------------------------- flavors

@@ -18,12 +18,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal
 
-from ..policy.pools import is_tpu_pool
-from ..policy.resources import Resource
+from ..tpu_pools import NODE_POOL, is_tpu_node_pool
 from .force_new import load
 
 Action = Literal["create", "update", "replace", "delete"]
-NODE_POOL = "gcp:container/nodePool:NodePool"
 KUBERNETES_PREFIX = "kubernetes:"
 
 
@@ -173,10 +171,8 @@ def _forcing(change: tuple[str, Any, Any], table: Mapping[str, str], provider_ku
     return ""
 
 
-def _entry_resource(entry: Mapping[str, Any]) -> Resource:
-    return Resource(
-        urn="", type=str(entry.get("type")), name=str(entry.get("name")), props=entry.get("inputs") or {}
-    )
+def _is_tpu_slice(entry: Mapping[str, Any]) -> bool:
+    return is_tpu_node_pool(str(entry.get("type")), entry.get("inputs") or {})
 
 
 def classify(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> Change | None:
@@ -184,11 +180,11 @@ def classify(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> Ch
     entry = new or old
     if entry is None:
         return None
-    res = _entry_resource(entry)
-    tpu_slice = is_tpu_pool(res) or (old is not None and is_tpu_pool(_entry_resource(old)))
+    resource_type, name = str(entry.get("type")), str(entry.get("name"))
+    tpu_slice = _is_tpu_slice(entry) or (old is not None and _is_tpu_slice(old))
     pool = str((entry.get("inputs") or {}).get("name") or entry.get("name")) if tpu_slice else ""
     if old is None or new is None:
-        return Change("create" if old is None else "delete", res.type, res.name, (), tpu_slice, pool)
+        return Change("create" if old is None else "delete", resource_type, name, (), tpu_slice, pool)
     fields: list[FieldChange] = []
     if old.get("parent") != new.get("parent"):
         fields.append(
@@ -208,14 +204,14 @@ def classify(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> Ch
                 "another provider instance owns the resource: it is deleted and created again",
             )
         )
-    table = replacement_paths(res.type, tpu_slice)
-    kubernetes = res.type.startswith(KUBERNETES_PREFIX)
+    table = replacement_paths(resource_type, tpu_slice)
+    kubernetes = resource_type.startswith(KUBERNETES_PREFIX)
     for path, a, b in changed_paths(old.get("inputs") or {}, new.get("inputs") or {}):
         fields.append(FieldChange(path, a, b, _forcing((path, a, b), table, kubernetes)))
     if not fields:
         return None
     action: Action = "replace" if any(f.replaces for f in fields) else "update"
-    return Change(action, res.type, res.name, tuple(fields), tpu_slice, pool)
+    return Change(action, resource_type, name, tuple(fields), tpu_slice, pool)
 
 
 def _keyed(plan: Mapping[str, Any] | None) -> dict[tuple[str, str], Mapping[str, Any]]:

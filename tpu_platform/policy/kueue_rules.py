@@ -10,9 +10,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..claims import Claims
 from ..constants import EXISTING_CHIPS_ANNOTATION, OVERCOMMIT_ANNOTATION, TPU_RESOURCE
-from ..queueplan import Claims
-from .pools import NODE_POOL, is_tpu_pool, pool_chips, pool_name, pool_node_labels
+from ..hotswap.formats.quantity import QuantityError
+from ..hotswap.formats.quantity import parse_quantity as api_quantity
+from ..tpu_pools import NODE_POOL
+from .pools import is_tpu_pool, pool_chips, pool_name, pool_node_labels
 from .resources import Config, Resource, Stack, Violation, as_list, dig, is_unknown
 
 KUEUE_TYPE_PREFIX = "kubernetes:kueue.x-k8s.io/"
@@ -105,32 +108,20 @@ def check_kueue_after_install(stack: Stack, config: Config) -> list[Violation]:
     return violations
 
 
-_QUANTITY_RE = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([a-zA-Z]*)$")
-_SUFFIXES = {
-    "": 1.0,
-    "m": 1e-3,
-    "k": 1e3,
-    "M": 1e6,
-    "G": 1e9,
-    "T": 1e12,
-    "Ki": 2.0**10,
-    "Mi": 2.0**20,
-    "Gi": 2.0**30,
-    "Ti": 2.0**40,
-}
-
-
 def parse_quantity(value: Any) -> float | None:
-    """A Kubernetes quantity (``64``, ``"64"``, ``"1k"``) as a number; None when it is not one."""
+    """A Kubernetes quantity (``64``, ``"64"``, ``"1k"``) as a number; None when it is not one.
+
+    Surrounding whitespace is dropped, as the API server's JSON decoding of a quantity drops it."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
         return float(value)
-    if isinstance(value, str):
-        match = _QUANTITY_RE.match(value.strip())
-        if match and match.group(2) in _SUFFIXES:
-            return float(match.group(1)) * _SUFFIXES[match.group(2)]
-    return None
+    if not isinstance(value, str):
+        return None
+    try:
+        return float(api_quantity(value.strip()))
+    except QuantityError:
+        return None
 
 
 def _number(value: float) -> str:

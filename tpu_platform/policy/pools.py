@@ -1,32 +1,22 @@
-"""Which resources are TPU slice node pools, and their GKE names: shared by the rules and the plan review."""
+"""TPU slice node pools as the rules read them: which ones they are, their GKE names, sizes and labels."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from ..constants import LABEL_ACCELERATOR, LABEL_INSTANCE_TYPE, LABEL_NODEPOOL, LABEL_SPOT, LABEL_TOPOLOGY
+from ..tpu_pools import TPU_MACHINE_RE, is_tpu_node_pool, tpu_chips_per_vm
 from .resources import Resource, as_list, is_unknown
-
-NODE_POOL = "gcp:container/nodePool:NodePool"
-# ct6e-standard-4t, ct5lp-hightpu-8t, ...: the trailing number is the chips per VM.
-TPU_MACHINE_RE = re.compile(r"^(ct[0-9][a-z0-9]*)-[a-z]+-([0-9]+)t$")
 
 
 def tpu_chips_per_node(pool: Resource) -> int | None:
     """Chips on each VM of a TPU node pool; None for a pool of other machines."""
-    machine = pool.get("nodeConfig", "machineType")
-    if not isinstance(machine, str):
-        return None
-    match = TPU_MACHINE_RE.match(machine)
-    return int(match.group(2)) if match else None
+    return tpu_chips_per_vm(pool.get("nodeConfig", "machineType"))
 
 
 def is_tpu_pool(pool: Resource) -> bool:
-    return pool.type == NODE_POOL and (
-        tpu_chips_per_node(pool) is not None or pool.get("placementPolicy", "tpuTopology") is not None
-    )
+    return is_tpu_node_pool(pool.type, pool.props)
 
 
 def pool_name(pool: Resource) -> str:
@@ -94,8 +84,6 @@ def pool_node_labels(pool: Resource) -> dict[str, str]:
 
 
 __all__ = [
-    "NODE_POOL",
-    "TPU_MACHINE_RE",
     "is_tpu_pool",
     "pool_chips",
     "pool_max_nodes",

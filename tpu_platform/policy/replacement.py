@@ -18,12 +18,12 @@ from typing import Any
 import yaml
 
 from ..plan.changes import classify
+from ..plan.review import ACK_KEY, acknowledged_pools
 from ..plan.stacks import stack_file_config
-from .pools import NODE_POOL, is_tpu_pool
+from ..tpu_pools import NODE_POOL, is_tpu_node_pool
 from .resources import Resource, Stack, Violation, is_unknown, urn_name, urn_types
 from .rules import Config, Rule
 
-ACK_KEY = "tpu-platform:acknowledgeReplacement"
 NAME = "tpu-pool-replacement"
 
 
@@ -63,8 +63,7 @@ def check_tpu_pool_replacement(stack: Stack, config: Config) -> list[Violation]:
     current = {(r.type, r.name): r for r in stack.of_type(NODE_POOL)}
     violations: list[Violation] = []
     for old in baseline:
-        old_pool = Resource("", NODE_POOL, str(old.get("name")), old.get("inputs") or {})
-        if not is_tpu_pool(old_pool):
+        if not is_tpu_node_pool(NODE_POOL, old.get("inputs") or {}):
             continue
         res = current.get((NODE_POOL, str(old.get("name"))))
         new = _entry(res) if res is not None else None
@@ -117,8 +116,7 @@ RULE = Rule(
 
 def stack_acknowledgements(stack_file: Path) -> list[str]:
     """The pool names a stack file lists under ``tpu-platform:acknowledgeReplacement``."""
-    value = stack_file_config(stack_file).get(ACK_KEY)
-    return [str(v) for v in value] if isinstance(value, list) else []
+    return acknowledged_pools(stack_file_config(stack_file))
 
 
 def prepare(settings: Mapping[str, Any], stack_file: Path | None) -> dict[str, Any]:

@@ -3,7 +3,8 @@ cohort tree (ClusterQueues under Cohorts, hierarchical as Kueue models it) with 
 borrowing and lending quota per flavor, in slices and chips.
 
 Layers: ``model`` (data) < ``tree`` (Kueue's arithmetic) < ``usage`` (charging usage) and
-``claims`` (adding up nominal quota) < ``plan`` (per-team views) < ``build`` (from a stack).
+``plan`` (per-team views, nominal quota added up by ``tpu_platform.claims``) < ``build`` (from a
+stack, in the slices ``config.capacity`` counts).
 
 A simulator admits on the tree itself: ``plan.queue_of(team)`` is the ClusterQueue node
 (``quotas`` per shape, ``parent``, ``local_queues``), ``plan.tree.parent``/``children``/
@@ -17,7 +18,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .build import flavor_quotas, pool_flavors, queue_plan
-from .claims import Claims
 from .model import FlavorQuota, PoolFlavor, QuotaNode, Shape, catalog_order
 from .plan import QueuePlan, TeamFlavor, TeamQuota
 from .tree import QuotaTree
@@ -38,7 +38,6 @@ def unassigned_slices(cfg: PlatformConfig) -> dict[Shape, int]:
 
 
 __all__ = [
-    "Claims",
     "FlavorQuota",
     "PoolFlavor",
     "QueuePlan",

@@ -1,8 +1,9 @@
 """One quota/queue plan of a stack: flavors and their capacity, the cohort tree, and what
 each team is guaranteed, could borrow and lends.
 
-Kueue rendering, the linter's context, the summary, the stack's capacity check, the
-policy pack's quota rule and the simulator read quotas from here; nothing else models them.
+Kueue rendering, the linter's context, the summary and the simulator read quotas from here;
+nothing else models them. The stack's capacity check, below this plan, counts the same slices
+with ``config.capacity``, which the plan is built with.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .claims import Claims
+from ..claims import Claims
 from .model import PoolFlavor, QuotaNode, Shape
 from .tree import QuotaTree
 

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from tpu_platform.config import PlatformConfig
+from tpu_platform.hotswap.formats.duration import DurationError, duration_seconds
 from tpu_platform.queueplan import FlavorQuota, QueuePlan, QuotaNode, Shape, TreeUsage, queue_plan
 from tpu_platform.sim.cluster import Cluster
 from tpu_platform.sim.engine import Handle
@@ -103,22 +104,15 @@ class QueueSetup:
 
 
 def _duration_s(text: str | None) -> float | None:
-    """Go durations as the stack writes them (``30m``, ``15m``, ``90s``, ``1h30m``)."""
+    """Go durations as the stack writes them (``30m``, ``15m``, ``90s``, ``1h30m``), in seconds."""
     if text is None:
         return None
-    total, number = 0.0, ""
-    units = {"h": 3600.0, "m": 60.0, "s": 1.0}
-    for ch in text.strip():
-        if ch.isdigit() or ch == ".":
-            number += ch
-        elif ch in units and number:
-            total += float(number) * units[ch]
-            number = ""
-        else:
-            raise ValueError(f"kueue.waitForPodsReady: cannot read duration {text!r}")
-    if number:
-        raise ValueError(f"kueue.waitForPodsReady: duration {text!r} needs a unit (s, m, h)")
-    return total
+    try:
+        return duration_seconds(text.strip())
+    except DurationError as err:
+        if err.problem == "missing unit":
+            raise ValueError(f"kueue.waitForPodsReady: duration {text!r} needs a unit (s, m, h)") from err
+        raise ValueError(f"kueue.waitForPodsReady: cannot read duration {text!r}") from err
 
 
 def _wait_for_pods_ready(cfg: PlatformConfig) -> WaitForPodsReady | None:

@@ -32,6 +32,7 @@ from typing import Any
 from ..constants import HOTSWAP_REPORTING_CONTROLLER, LABEL_INSTANCE_TYPE
 from ..hotswap.core import constants as k
 from ..hotswap.core.timeutil import parse_time
+from ..hotswap.formats.quantity import parse_quantity
 from ..kueue.entitlements import GRANTS_ANNOTATION, TEAMS_ANNOTATION, parse_grants, parse_teams
 from .fleet import WorkerView, worker_views
 
@@ -64,15 +65,11 @@ def _key(obj: Mapping[str, Any]) -> str:
 
 
 def quantity(value: Any) -> float:
-    """A Kubernetes quantity as a number (TPU chips are whole numbers; ``m`` and binary suffixes too)."""
+    """A Kubernetes quantity as a number (TPU chips are whole numbers; any suffix the API server
+    takes), ``QuantityError`` for anything else; surrounding whitespace is dropped as JSON decoding does."""
     if isinstance(value, int | float):
         return float(value)
-    text = str(value or "0").strip()
-    suffixes = {"m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "Ki": 1024.0, "Mi": 1024.0**2, "Gi": 1024.0**3}
-    for suffix in sorted(suffixes, key=len, reverse=True):
-        if text.endswith(suffix):
-            return float(text[: -len(suffix)]) * suffixes[suffix]
-    return float(text)
+    return float(parse_quantity(str(value or "0").strip()))
 
 
 # --- pools ------------------------------------------------------------------------------------------

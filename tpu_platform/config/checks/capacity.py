@@ -1,12 +1,12 @@
 """The capacity check: nominal quotas are guarantees, so they must fit the slices the pools have.
 
-The claims and the capacity are the stack's quota/queue plan (``tpu_platform.queueplan``),
-the same one the Kueue objects are rendered from.
+The claims and the capacity are counted by ``config.capacity``, with the same functions the
+queue plan (which the Kueue objects are rendered from) is built with.
 """
 
 from __future__ import annotations
 
-from ...queueplan import queue_plan
+from ..capacity import nominal_claims, pool_slices
 from ..platform import PlatformConfig
 from ..problems import Problems
 from ..shapes import describe_shape
@@ -17,9 +17,8 @@ def check_quota_capacity(cfg: PlatformConfig) -> Problems:
     problems = Problems()
     if cfg.kueue.allow_overcommit:
         return problems
-    plan = queue_plan(cfg)
-    claims = plan.nominal_claims()
-    capacity = plan.capacity()
+    claims = nominal_claims(cfg)
+    capacity = pool_slices(cfg)
     for shape in claims:
         total = int(claims.total(shape))
         have = capacity[shape]

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 from ... import catalog
+from ..capacity import pool_slices
 from ..formats import parse_quantity
 from ..platform import PlatformConfig
 from ..problems import Loc, Problems
 from ..shapes import default_flavor_name, describe_shape
 from ..sizing import controller_sizes
-from .common import check_shape, pool_slices_by_shape
+from .common import check_shape
 
 
 def check_kueue(cfg: PlatformConfig) -> Problems:
     """Flavor names only for the pools' shapes, one per shape, none taking another's default."""
     problems = Problems()
-    provided = pool_slices_by_shape(cfg)
+    provided = pool_slices(cfg)
     seen_shapes: dict[catalog.SliceShape, int] = {}
     seen_names: dict[str, int] = {}
     for index, entry in enumerate(cfg.kueue.flavors):

@@ -6,11 +6,12 @@ from __future__ import annotations
 from typing import Literal
 
 from ... import catalog
+from ..capacity import pool_slices
 from ..platform import PlatformConfig
 from ..problems import Loc, Problems
 from ..quota import QuotaConfig, as_slices
 from ..shapes import describe_shape
-from .common import check_shape, pool_slices_by_shape
+from .common import check_shape
 
 
 def check_quota_entries(
@@ -22,7 +23,7 @@ def check_quota_entries(
     cfg: PlatformConfig,
     problems: Problems,
 ) -> None:
-    provided = pool_slices_by_shape(cfg)
+    provided = pool_slices(cfg)
     seen: dict[catalog.SliceShape, int] = {}
     parent_key = "cohortName" if kind == "team" else "parentName"
     for index, entry in enumerate(entries):

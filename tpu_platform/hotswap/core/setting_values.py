@@ -8,6 +8,8 @@ import math
 import re
 from typing import Any
 
+from tpu_platform.hotswap.formats.duration import DurationError, duration_seconds
+
 
 class SettingsError(ValueError):
     """A settings value is invalid; ``field`` names it (``""`` for the document as a whole)."""
@@ -17,8 +19,7 @@ class SettingsError(ValueError):
         super().__init__(f"settings field {field_name!r}: {message}" if field_name else message)
 
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
-_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+_SECONDS = re.compile(r"[0-9]+(\.[0-9]+)?")
 
 
 def _as_duration(name: str, value: Any) -> float:
@@ -26,13 +27,25 @@ def _as_duration(name: str, value: Any) -> float:
         raise SettingsError(name, f"expected a duration in seconds, got {value!r}")
     if isinstance(value, int | float):
         seconds = float(value)
-    elif isinstance(value, str) and (m := _DURATION.match(value)):
-        seconds = float(m.group(1)) * _UNIT[m.group(2)]
+    elif isinstance(value, str):
+        seconds = _duration_text(name, value)
     else:
         raise SettingsError(name, f"expected seconds or a duration like '30s', '2m', got {value!r}")
     if not math.isfinite(seconds) or seconds < 0:
         raise SettingsError(name, f"must be a finite number >= 0, got {value!r}")
     return seconds
+
+
+def _duration_text(name: str, value: str) -> float:
+    """A bare number is seconds; anything else a Go duration (``90s``, ``1h30m``, ``500ms``), read by
+    the one parser the stack's Kueue timeouts go through too."""
+    text = value.strip()
+    if _SECONDS.fullmatch(text):
+        return float(text)
+    try:
+        return duration_seconds(text)
+    except DurationError as err:
+        raise SettingsError(name, f"expected seconds or a duration like '30s', '2m', got {value!r}") from err
 
 
 def _as_int(name: str, value: Any) -> int:
