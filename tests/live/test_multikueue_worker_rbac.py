@@ -63,6 +63,13 @@ def worker_rbac(live: LiveCluster) -> Iterator[mk.WorkerAccessObjects]:
         admin.delete(obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace"))
     for ns in created:
         admin.delete("v1", "Namespace", ns)
+    # Gone, not terminating: the next module on this worker installs Kueue into kueue-system, and
+    # a namespace that finishes terminating under it takes the install with it.
+    wait_for(
+        "the module's namespaces deleted",
+        lambda: not set(created) & {n["metadata"]["name"] for n in admin.list("v1", "Namespace")},
+        120,
+    )
 
 
 def _allowed(admin: Kube, verb: str, group: str, resource: str, namespace: str = "") -> bool:

@@ -24,7 +24,7 @@ import yaml
 
 from . import charts
 from .controlplane import ControlPlane
-from .kube import Kube, wait_for
+from .kube import ApiError, Kube, wait_for
 from .process import Process, free_port, https_ok, port_open
 
 KUEUE_CERT_PATHS = (Path("/etc/kueue/metrics/certs"), Path("/visibility"))
@@ -110,6 +110,9 @@ def start_addon(
 ) -> Addon:
     """Render, apply, start and register the webhooks of one chart's controller."""
     chart = charts.render(helm, chart_inputs, chart_workdir(cp, chart_inputs), kube_version)
+    wait_for(
+        f"namespace {chart.namespace} not terminating", lambda: _not_terminating(kube, chart.namespace), 120
+    )
     kube.apply(namespace_obj(chart.namespace))
     serving = Serving.pick()
     ca_pem = cp.pki.pem()
@@ -118,6 +121,18 @@ def start_addon(
     addon = run_controller(cp, kube, binary, chart, serving)
     kube.apply_all(charts.local_webhooks(chart.webhooks, serving.webhook_url, ca_pem))
     return addon
+
+
+def _not_terminating(kube: Kube, name: str) -> bool:
+    """Absent or live: applying a terminating namespace succeeds, and what goes into it then goes
+    with it when it finishes."""
+    try:
+        namespace = kube.get("v1", "Namespace", name)
+    except ApiError as err:
+        if err.status == 404:
+            return True
+        raise
+    return not namespace["metadata"].get("deletionTimestamp")
 
 
 def chart_workdir(cp: ControlPlane, chart_inputs: dict[str, Any]) -> Path:
