@@ -25,7 +25,7 @@ import yaml
 from . import charts
 from .controlplane import ControlPlane
 from .kube import ApiError, Kube, wait_for
-from .process import Process, free_port, https_ok, port_open
+from .process import Process, StartError, free_port, https_ok, port_open
 
 KUEUE_CERT_PATHS = (Path("/etc/kueue/metrics/certs"), Path("/visibility"))
 
@@ -82,6 +82,10 @@ def _local_args(container: dict[str, Any], config_path: Path, kubeconfig: Path) 
     return [*args, f"--config={config_path}", f"--kubeconfig={kubeconfig}"]
 
 
+PORT_ATTEMPTS = 3
+"""Starts of a controller whose picked port another process took first."""
+
+
 @dataclass(frozen=True)
 class Serving:
     """Where a local controller serves: its webhooks (a URL the API server calls) and health."""
@@ -114,13 +118,21 @@ def start_addon(
         f"namespace {chart.namespace} not terminating", lambda: _not_terminating(kube, chart.namespace), 120
     )
     kube.apply(namespace_obj(chart.namespace))
-    serving = Serving.pick()
     ca_pem = cp.pki.pem()
-    install_crds(kube, chart.crds, serving.webhook_url, ca_pem)
-    kube.apply_all(o for o in chart.applied if o.get("kind") != "APIService")
-    addon = run_controller(cp, kube, binary, chart, serving)
-    kube.apply_all(charts.local_webhooks(chart.webhooks, serving.webhook_url, ca_pem))
-    return addon
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        # A free port is picked, then bound by the controller: another process may take it between.
+        serving = Serving.pick()
+        install_crds(kube, chart.crds, serving.webhook_url, ca_pem)
+        kube.apply_all(o for o in chart.applied if o.get("kind") != "APIService")
+        try:
+            addon = run_controller(cp, kube, binary, chart, serving)
+        except StartError as err:
+            if "address already in use" not in str(err) or attempt == PORT_ATTEMPTS:
+                raise
+            continue
+        kube.apply_all(charts.local_webhooks(chart.webhooks, serving.webhook_url, ca_pem))
+        return addon
+    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 def _not_terminating(kube: Kube, name: str) -> bool:
@@ -181,8 +193,12 @@ def run_controller(
     env = {"PATH": os.environ.get("PATH", ""), "POD_NAMESPACE": chart.namespace, "NAMESPACE": chart.namespace}
     proc = cp.group.add(Process(name, argv, cp.workdir / "logs" / f"{name}.log", env=env))
     proc.start()
-    proc.wait_ready(https_ok(f"http://127.0.0.1:{serving.health_port}/readyz"), 120)
-    proc.wait_ready(port_open(serving.webhook_port), 60)
+    try:
+        proc.wait_ready(https_ok(f"http://127.0.0.1:{serving.health_port}/readyz"), 120)
+        proc.wait_ready(port_open(serving.webhook_port), 60)
+    except StartError:
+        cp.group.processes.remove(proc)  # exited: nothing of it to stop
+        raise
     return Addon(name, chart, proc, serving.webhook_url)
 
 
