@@ -32,7 +32,7 @@ LAYERS: dict[str, int] = {
     "tpu_platform.config": 1,
     # pure logic built on the stack model
     "tpu_platform.slices": 2,
-    "tpu_platform.queueplan": 2,
+    "tpu_platform.quota": 2,
     "tpu_platform.kueue": 2,
     "tpu_platform.summary": 2,
     "tpu_platform.monitoring": 2,
@@ -127,12 +127,12 @@ def test_no_module_imports_a_layer_above_its_own(module: str) -> None:
 @pytest.mark.parametrize(
     ("lower", "upper"),
     [
-        ("tpu_platform.config.checks.capacity", "tpu_platform.queueplan.build"),  # a plan built on the stack
+        ("tpu_platform.config.checks.capacity", "tpu_platform.quota.build"),  # a quota layout built on the stack
         ("tpu_platform.plan.changes", "tpu_platform.policy.replacement"),  # a rule over plans
     ],
 )
 def test_what_is_built_on_a_layer_sits_above_it(lower: str, upper: str) -> None:
-    """The stack's checks may not use the queue plan, nor the plan review the policy rules."""
+    """The stack's checks may not use the quota layout, nor the plan review the policy rules."""
     lower_layer, upper_layer = layer_of(lower), layer_of(upper)
     assert lower_layer is not None and upper_layer is not None and lower_layer < upper_layer
 

@@ -4,7 +4,7 @@ Nominal quota is a guarantee, so per flavor the claims of all ClusterQueues and 
 must fit the capacity behind the flavor. The stack's check counts whole slices per shape,
 owned by ``team x``/``cohort y``; the policy pack counts ``google.com/tpu`` chips per
 ResourceFlavor name, owned by Pulumi resources. Both add up the same way, here, below the
-stack model and the queue plan so either may use it.
+stack model and the quota layout so either may use it.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A short human summary of a stack: slices and chips by shape and by capacity source, and
-each team's guaranteed and borrowable chips (the stack's ``tpu_platform.queueplan``)."""
+each team's guaranteed and borrowable chips (the stack's ``tpu_platform.quota``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .config import PlatformConfig
-from .queueplan import queue_plan
+from .quota import quota_layout
 from .slices import capacity_by_shape, expand_slices
 
 
@@ -103,7 +103,7 @@ def summarize(cfg: PlatformConfig) -> PlatformSummary:
     """Totals computed from the same slice expansion the node pools use; a fleet's totals are the
     manager's queues over every worker's slices, then each worker's own."""
     specs = expand_slices(cfg)
-    plan = queue_plan(cfg)
+    plan = quota_layout(cfg)
     by_capacity: Counter[str] = Counter()
     for spec in specs:
         by_capacity[spec.capacity] += spec.chips

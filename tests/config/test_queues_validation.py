@@ -10,7 +10,7 @@ import pytest
 from tests.config.stack_problems import only_problem, problems_of
 from tpu_platform.config.checks import stack_warnings
 from tpu_platform.plan import parse_stack_config
-from tpu_platform.queueplan import queue_plan
+from tpu_platform.quota import quota_layout
 
 
 def team(name: str = "research", **fields: Any) -> dict[str, Any]:
@@ -126,7 +126,7 @@ def test_quota_in_chips_must_be_whole_slices(queued: dict[str, Any]) -> None:
 def test_quota_in_whole_chips_is_accepted(queued: dict[str, Any]) -> None:
     queued["tpu-platform:teams"][0]["quota"] = [{"topology": "4x4", "chips": 16, "borrowingLimitChips": 16}]
     cfg = parse_stack_config(queued)
-    (quota,) = queue_plan(cfg).queue_of(cfg.teams[0].name).quotas
+    (quota,) = quota_layout(cfg).queue_of(cfg.teams[0].name).quotas
     assert (quota.nominal, quota.borrowing_limit) == (1, 1)
 
 

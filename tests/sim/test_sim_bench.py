@@ -190,7 +190,7 @@ def test_plan_bench_generates_a_valid_stack_and_reports(capsys: pytest.CaptureFi
 
 def test_the_generated_large_stack_fits_its_capacity() -> None:
     from tpu_platform.config import parse_platform
-    from tpu_platform.queueplan import unassigned_slices
+    from tpu_platform.quota import unassigned_slices
 
     raw = load("plan").big_stack(50, 64)
     cfg = parse_platform({key.split(":", 1)[1]: value for key, value in raw.items()})

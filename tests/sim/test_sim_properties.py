@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tpu_platform import catalog
-from tpu_platform.queueplan import FlavorQuota, QueuePlan, QuotaNode, QuotaTree, TreeUsage
+from tpu_platform.quota import FlavorQuota, QuotaLayout, QuotaNode, QuotaTree, TreeUsage
 from tpu_platform.sim.failures import KINDS, KUBELET_RESTART
 from tpu_platform.sim.kueue import ClusterQueue, Kueue, QueueSetup
 from tpu_platform.sim.run import Result, Simulation, make_policy, stack_scenario
@@ -91,7 +91,7 @@ def trees(draw: st.DrawFn) -> QueueSetup:
         parent = draw(st.sampled_from(sorted(cohorts)))
         queues[f"q{i}"] = ClusterQueue(QuotaNode("ClusterQueue", f"q{i}", parent, (quota(),), team=f"q{i}"))
     tree = QuotaTree(cohorts.values(), (cq.node for cq in queues.values()))
-    return QueueSetup(QueuePlan((), tree), queues)
+    return QueueSetup(QuotaLayout((), tree), queues)
 
 
 @settings(max_examples=200, deadline=None)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import PlatformConfig
-from ..queueplan import queue_plan
+from ..quota import quota_layout
 from .objects import flavors
 
 
@@ -100,7 +100,7 @@ class QueueDirectory:
 
 def queue_directory(cfg: PlatformConfig) -> QueueDirectory:
     """The linter's view of a validated stack, read off its quota/queue plan."""
-    plan = queue_plan(cfg)
+    plan = quota_layout(cfg)
     flavor_infos = {
         f.name: FlavorInfo(
             name=f.name,

@@ -2,7 +2,7 @@
 
 Pure functions of a validated ``PlatformConfig``: the Pulumi components register exactly
 these dicts, the tests and the schema checks read them, and nothing here talks to a cluster.
-Flavors and every quota come from the stack's quota/queue plan (``tpu_platform.queueplan``).
+Flavors and every quota come from the stack's quota/queue plan (``tpu_platform.quota``).
 
 - one ResourceFlavor per slice shape the pools provide, whose node labels are the labels GKE
   puts on that shape's nodes (accelerator and topology), so a flavor's quota can only be
@@ -32,7 +32,7 @@ from ..constants import (
     TPU_RESOURCE,
 )
 from ..hotswap.formats.quantity import parse_quantity, split_quantity
-from ..queueplan import FlavorQuota, QueuePlan, queue_plan
+from ..quota import FlavorQuota, QuotaLayout, quota_layout
 from .provisioning import with_admission_checks
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
@@ -79,9 +79,9 @@ def flavor_node_labels(shape: catalog.SliceShape) -> dict[str, str]:
     return dict(sorted(labels.items()))
 
 
-def flavors(cfg: PlatformConfig, plan: QueuePlan | None = None) -> list[Flavor]:
+def flavors(cfg: PlatformConfig, plan: QuotaLayout | None = None) -> list[Flavor]:
     """One flavor per slice shape in the pools, smallest shape first (the plan's flavors)."""
-    plan = plan or queue_plan(cfg)
+    plan = plan or quota_layout(cfg)
     return [Flavor(f.name, f.shape, f.slices, flavor_node_labels(f.shape)) for f in plan.flavors]
 
 
@@ -130,8 +130,8 @@ def resource_groups(quotas: list[FlavorQuota]) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------- cohorts, queues, namespaces
 
 
-def cohort(cfg: PlatformConfig, config: CohortConfig, plan: QueuePlan | None = None) -> dict[str, Any]:
-    plan = plan or queue_plan(cfg)
+def cohort(cfg: PlatformConfig, config: CohortConfig, plan: QuotaLayout | None = None) -> dict[str, Any]:
+    plan = plan or quota_layout(cfg)
     spec: dict[str, Any] = {}
     if config.parent_name is not None:
         spec["parentName"] = config.parent_name
@@ -152,8 +152,8 @@ def namespace_selector(namespaces: list[str]) -> dict[str, Any]:
     }
 
 
-def cluster_queue(cfg: PlatformConfig, team: TeamConfig, plan: QueuePlan | None = None) -> dict[str, Any]:
-    plan = plan or queue_plan(cfg)
+def cluster_queue(cfg: PlatformConfig, team: TeamConfig, plan: QuotaLayout | None = None) -> dict[str, Any]:
+    plan = plan or quota_layout(cfg)
     preemption: dict[str, Any] = {
         "withinClusterQueue": team.preemption.within_cluster_queue,
         "reclaimWithinCohort": team.preemption.reclaim_within_cohort,
@@ -260,7 +260,7 @@ class QueueObjects:
 
 def queue_objects(cfg: PlatformConfig) -> QueueObjects:
     """Namespaces, ResourceFlavors, Cohorts, ClusterQueues and LocalQueues of a validated stack."""
-    plan = queue_plan(cfg)
+    plan = quota_layout(cfg)
     namespaces = [namespace(team, ns) for team in cfg.teams for ns in team.namespace_list() if ns.created]
     return QueueObjects(
         namespaces=namespaces,

@@ -9,7 +9,7 @@ from ..config import PlatformConfig
 from ..constants import TPU_RESOURCE
 from ..kueue import queue_directory
 from ..kueue.entitlements import entitlements
-from ..queueplan import queue_plan
+from ..quota import quota_layout
 from .context import LintContext, context_from_queue_directory
 
 TPU_ONLY = frozenset({TPU_RESOURCE})
@@ -19,11 +19,11 @@ def context_from_stack(cfg: PlatformConfig) -> LintContext:
     """Everything the rules check a JobSet against, as the stack will deploy it.
 
     Quotas are the ClusterQueues' nominal chips per flavor and the slices are the pools' real
-    capacity, both from the stack's quota/queue plan. Covered resources are known only under
+    capacity, both from the stack's quota layout. Covered resources are known only under
     ``BlockUndeclared``, where Kueue refuses workloads asking for anything but TPU chips. A
     fleet's queues are the manager's, and the slices those of its largest worker per shape.
     """
-    plan = queue_plan(cfg)
+    plan = quota_layout(cfg)
     base = context_from_queue_directory(
         queue_directory(cfg),
         _largest_cluster(cfg) if cfg.fleet is not None else plan.capacity(),
@@ -66,6 +66,6 @@ def _largest_cluster(cfg: PlatformConfig) -> dict[SliceShape, int]:
     assert cfg.fleet is not None
     most: dict[SliceShape, int] = {}
     for worker in cfg.fleet.workers:
-        for shape, slices in queue_plan(cfg.worker_platform(worker)).capacity().items():
+        for shape, slices in quota_layout(cfg.worker_platform(worker)).capacity().items():
             most[shape] = max(most.get(shape, 0), slices)
     return most

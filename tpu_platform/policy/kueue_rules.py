@@ -159,7 +159,7 @@ def _dispatched(stack: Stack, queue: Resource) -> bool:
 def _tpu_quotas(stack: Stack) -> tuple[Claims[tuple[str, str], Resource], list[Violation]]:
     """Nominal ``google.com/tpu`` quota per cluster and flavor name, from ClusterQueues and Cohorts.
 
-    Added up as the stack's own capacity check adds its slices (``tpu_platform.queueplan``);
+    Added up as the stack's own capacity check adds its slices (``tpu_platform.quota``);
     here the owners are resources and the amounts chips, as a preview shows them.
     """
     quotas: Claims[tuple[str, str], Resource] = Claims()

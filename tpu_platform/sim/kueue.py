@@ -1,7 +1,7 @@
-"""Kueue admission by quota and priority, on the stack's one queue plan (``tpu_platform.queueplan``).
+"""Kueue admission by quota and priority, on the stack's one quota layout (``tpu_platform.quota``).
 
 What is modelled, each from Kueue v0.19.2's source:
-- the ClusterQueues and the *tree* of cohorts of ``queue_plan(cfg)``, with nominal quota, borrowing and
+- the ClusterQueues and the *tree* of cohorts of ``quota_layout(cfg)``, with nominal quota, borrowing and
   lending limits per flavor. What a ClusterQueue can still admit is the plan's ``TreeUsage.available``
   and admitted workloads are charged and released on the same ``TreeUsage``, as Kueue's scheduler cache
   does (``pkg/cache/scheduler/resource_node.go``): usage fills a node's local quota, the rest counts
@@ -36,7 +36,7 @@ from functools import cached_property
 
 from tpu_platform.config import PlatformConfig
 from tpu_platform.hotswap.formats.duration import DurationError, duration_seconds
-from tpu_platform.queueplan import FlavorQuota, QueuePlan, QuotaNode, Shape, TreeUsage, queue_plan
+from tpu_platform.quota import FlavorQuota, QuotaLayout, QuotaNode, Shape, TreeUsage, quota_layout
 from tpu_platform.sim.cluster import Cluster
 from tpu_platform.sim.engine import Handle
 from tpu_platform.sim.model import Workload, WorkloadSpec
@@ -88,7 +88,7 @@ class ClusterQueue:
 
 @dataclass(frozen=True)
 class QueueSetup:
-    plan: QueuePlan
+    plan: QuotaLayout
     queues: dict[str, ClusterQueue]
     """By ClusterQueue name, in stack order."""
     local_queues: dict[tuple[str, str], str] = field(default_factory=dict)
@@ -132,8 +132,8 @@ def _wait_for_pods_ready(cfg: PlatformConfig) -> WaitForPodsReady | None:
 
 
 def setup_from_stack(cfg: PlatformConfig) -> QueueSetup:
-    """The stack's queue plan, with each ClusterQueue's queueing strategy and preemption policy."""
-    plan = queue_plan(cfg)
+    """The stack's quota layout, with each ClusterQueue's queueing strategy and preemption policy."""
+    plan = quota_layout(cfg)
     priorities = {p.name: p.value for p in cfg.priorities}
     queues: dict[str, ClusterQueue] = {}
     local: dict[tuple[str, str], str] = {}

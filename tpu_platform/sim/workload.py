@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from tpu_platform.config import PlatformConfig, TeamConfig
-from tpu_platform.queueplan import FlavorQuota, queue_plan
+from tpu_platform.quota import FlavorQuota, quota_layout
 from tpu_platform.sim.model import BLOCKING, RECREATE, RESTART_STRATEGIES, Pool, WorkloadSpec
 from tpu_platform.slices import expand_slices
 
@@ -46,8 +46,8 @@ def _queue(team: TeamConfig) -> tuple[str, str]:
 
 
 def _team_quotas(cfg: PlatformConfig) -> list[tuple[TeamConfig, list[FlavorQuota]]]:
-    """Each team with its ClusterQueue's quota in the queue plan, smallest shape first."""
-    plan = queue_plan(cfg)
+    """Each team with its ClusterQueue's quota in the quota layout, smallest shape first."""
+    plan = quota_layout(cfg)
     return [(team, plan.queue_of(team.name).ordered()) for team in cfg.teams]
 
 

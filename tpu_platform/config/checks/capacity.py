@@ -1,7 +1,7 @@
 """The capacity check: nominal quotas are guarantees, so they must fit the slices the pools have.
 
 The claims and the capacity are counted by ``config.capacity``, with the same functions the
-queue plan (which the Kueue objects are rendered from) is built with.
+quota layout (which the Kueue objects are rendered from) is built with.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from tpu_platform.config.capacity import nominal_claims, pool_slices
 from tpu_platform.constants import TPU_RESOURCE
 from tpu_platform.kueue import queue_objects
 from tpu_platform.plan import load_stack_config, parse_stack_config, stack_file
-from tpu_platform.queueplan import QuotaNode, QuotaTree, TreeUsage, queue_plan
+from tpu_platform.quota import QuotaNode, QuotaTree, TreeUsage, quota_layout
 
 FOUR = catalog.lookup("4x4")
 EIGHT = catalog.lookup("8x8")
@@ -64,7 +64,7 @@ def tree_cfg() -> PlatformConfig:
 
 
 def test_hierarchical_cohort_tree_has_parent_links(tree_cfg: PlatformConfig) -> None:
-    plan = queue_plan(tree_cfg)
+    plan = quota_layout(tree_cfg)
     tree = plan.tree
     assert [(c.name, c.parent) for c in plan.cohorts] == [
         ("org", None),
@@ -84,7 +84,7 @@ def test_hierarchical_cohort_tree_has_parent_links(tree_cfg: PlatformConfig) -> 
 
 
 def test_hierarchical_cohort_arithmetic(tree_cfg: PlatformConfig) -> None:
-    tree = queue_plan(tree_cfg).tree
+    tree = quota_layout(tree_cfg).tree
     product, org, research = tree.cohorts["product"], tree.cohorts["org"], tree.cohorts["research"]
     c = tree.queues["c"]
     assert tree.local(c, FOUR) == 1  # subtree 2 - lendingLimit 1
@@ -98,7 +98,7 @@ def test_hierarchical_cohort_arithmetic(tree_cfg: PlatformConfig) -> None:
 
 
 def test_implicit_cohort_is_a_root_without_quota() -> None:
-    plan = queue_plan(
+    plan = quota_layout(
         build(
             [
                 {"name": "a", "cohortName": "ml", "quota": [q(2)]},
@@ -112,7 +112,7 @@ def test_implicit_cohort_is_a_root_without_quota() -> None:
 
 
 def test_plan_flavors_are_the_pools_capacity() -> None:
-    plan = queue_plan(build([]))
+    plan = quota_layout(build([]))
     assert [(f.name, f.shape.topology, f.slices, f.chips) for f in plan.flavors] == [
         ("tpu-v6e-4x4", "4x4", 6, 96),
         ("tpu-v6e-8x8", "8x8", 2, 128),
@@ -133,7 +133,7 @@ def test_builder_leaves_out_what_the_checks_reject() -> None:
         ],
     }
     cfg = PlatformConfig.model_validate(raw)
-    plan = queue_plan(cfg)
+    plan = quota_layout(cfg)
     assert [f.shape for f in plan.flavors] == [FOUR]
     assert [x.shape for x in plan.queue_of("a").quotas] == [EIGHT]
     assert plan.nominal_claims().flavors() == []  # no pool has 8x8
@@ -145,7 +145,7 @@ def test_nominal_claims_list_teams_then_cohorts() -> None:
         [{"name": "a", "cohortName": "org", "quota": [q(2), q(0, "8x8")]}, {"name": "b", "quota": [q(1)]}],
         [{"name": "org", "quota": [q(1), q(1, "8x8")]}],
     )
-    claims = queue_plan(cfg).nominal_claims()
+    claims = quota_layout(cfg).nominal_claims()
     assert claims.owners(FOUR) == [("team a", 2), ("team b", 1), ("cohort org", 1)]
     assert claims.owners(EIGHT) == [("cohort org", 1)]  # a zero nominal claims nothing
     assert claims.over({FOUR: 4, EIGHT: 1}) == [] and claims.over({FOUR: 3, EIGHT: 1}) == [FOUR]
@@ -157,7 +157,7 @@ def test_nominal_claims_list_teams_then_cohorts() -> None:
 
 
 def test_usage_fills_local_quota_then_bubbles_to_the_parent(tree_cfg: PlatformConfig) -> None:
-    tree = queue_plan(tree_cfg).tree
+    tree = quota_layout(tree_cfg).tree
     usage = TreeUsage(tree)
     c, product, org = tree.queues["c"], tree.cohorts["product"], tree.cohorts["org"]
     assert usage.available(c, FOUR) == tree.potential(c, FOUR) == 6
@@ -172,7 +172,7 @@ def test_usage_fills_local_quota_then_bubbles_to_the_parent(tree_cfg: PlatformCo
 
 
 def test_borrowing_limit_caps_available_with_usage(tree_cfg: PlatformConfig) -> None:
-    tree = queue_plan(tree_cfg).tree
+    tree = quota_layout(tree_cfg).tree
     usage = TreeUsage(tree)
     b, a = tree.queues["b"], tree.queues["a"]
     assert usage.available(b, FOUR) == 3  # nominal 1 + borrowing limit 2
@@ -185,7 +185,7 @@ def test_borrowing_limit_caps_available_with_usage(tree_cfg: PlatformConfig) -> 
 def test_over_admission_leaves_nothing_available_never_less(tree_cfg: PlatformConfig) -> None:
     """Kueue v0.19.2: ``available`` (resource_node.go) goes negative when usage exceeds the tree's
     quota (capacity removed); ``ClusterQueueSnapshot.Available`` clamps it at 0."""
-    tree = queue_plan(tree_cfg).tree
+    tree = quota_layout(tree_cfg).tree
     usage = TreeUsage(tree)
     a, b = tree.queues["a"], tree.queues["b"]
     usage.charge(a, FOUR, 10)
@@ -197,7 +197,7 @@ def test_over_admission_leaves_nothing_available_never_less(tree_cfg: PlatformCo
 @given(ops=st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(1, 3)), max_size=8))
 def test_release_undoes_charge(ops: list[tuple[str, int]]) -> None:
     cfg = _TREE_CFG
-    tree = queue_plan(cfg).tree
+    tree = quota_layout(cfg).tree
     usage = TreeUsage(tree)
     nodes: list[QuotaNode] = [*tree.queues.values(), *tree.cohorts.values()]
     for team, slices in ops:
@@ -287,7 +287,7 @@ def stacks(draw: st.DrawFn) -> dict[str, Any]:
 @given(config=stacks())
 def test_plan_totals_are_what_the_rendered_cluster_queues_say(config: dict[str, Any]) -> None:
     cfg = parse_stack_config(config)
-    plan = queue_plan(cfg)
+    plan = quota_layout(cfg)
     objects = queue_objects(cfg)
     for team in plan.team_quotas():
         node = plan.queue_of(team.team)
@@ -326,7 +326,7 @@ def test_plan_totals_are_what_the_rendered_cluster_queues_say(config: dict[str, 
 @pytest.mark.parametrize("stack_name", ["dev", "prod", "seed"])
 def test_committed_stacks_render_their_plan(stack_name: str) -> None:
     cfg = parse_stack_config(load_stack_config(stack_file(stack_name)))
-    plan = queue_plan(cfg)
+    plan = quota_layout(cfg)
     objects = queue_objects(cfg)
     assert {t: _rendered(cq["spec"]) for t, cq in objects.cluster_queues.items()} == {
         node.team: _planned(node) for node in plan.cluster_queues
@@ -336,7 +336,7 @@ def test_committed_stacks_render_their_plan(stack_name: str) -> None:
 
 def test_a_copy_of_the_books_is_a_what_if_that_leaves_them_alone(tree_cfg: PlatformConfig) -> None:
     """The simulator tries preemptions on a copy: releasing victims there must not touch the books."""
-    tree = queue_plan(tree_cfg).tree
+    tree = quota_layout(tree_cfg).tree
     books = TreeUsage(tree)
     c, product = tree.queues["c"], tree.cohorts["product"]
     books.charge(c, FOUR, 4)
@@ -378,7 +378,7 @@ def test_usage_depends_only_on_what_each_queue_holds(ops: list[tuple[str, int, b
 def test_lendable_is_what_a_cluster_queue_lends_its_cohort(tree_cfg: PlatformConfig) -> None:
     """A ClusterQueue lends all of its nominal quota, or at most its lendingLimit (Kueue 0.19.2
     ``pkg/cache/scheduler/resource_node.go``: the subtree quota less ``localQuota``)."""
-    tree = queue_plan(tree_cfg).tree
+    tree = quota_layout(tree_cfg).tree
     for team in ("a", "b", "c"):
         node = tree.queues[team]
         for quota in node.quotas:
@@ -389,7 +389,7 @@ def test_lendable_is_what_a_cluster_queue_lends_its_cohort(tree_cfg: PlatformCon
 def test_subtree_and_local_quota_are_the_same_when_asked_again(tree_cfg: PlatformConfig) -> None:
     """The tree keeps a node's subtree and local quota once computed: a fresh tree on the same nodes,
     asked in the opposite order, gives the same answers."""
-    tree = queue_plan(tree_cfg).tree
+    tree = quota_layout(tree_cfg).tree
     nodes: list[QuotaNode] = [*tree.queues.values(), *tree.cohorts.values()]
     first = [(tree.subtree(n, s), tree.local(n, s)) for n in nodes for s in (FOUR, EIGHT)]
     again = QuotaTree(tree.cohort_nodes, tree.queue_nodes)
@@ -398,4 +398,4 @@ def test_subtree_and_local_quota_are_the_same_when_asked_again(tree_cfg: Platfor
     assert first == [(tree.subtree(n, s), tree.local(n, s)) for n in nodes for s in (FOUR, EIGHT)]
 
 
-_TREE_CFG_TREE = queue_plan(_TREE_CFG).tree
+_TREE_CFG_TREE = quota_layout(_TREE_CFG).tree

@@ -1,14 +1,14 @@
-"""One quota/queue plan per stack: flavors with the pools' real capacity per shape, and the
+"""One quota layout per stack: flavors with the pools' real capacity per shape, and the
 cohort tree (ClusterQueues under Cohorts, hierarchical as Kueue models it) with nominal,
 borrowing and lending quota per flavor, in slices and chips.
 
 Layers: ``model`` (data) < ``tree`` (Kueue's arithmetic) < ``usage`` (charging usage) and
-``plan`` (per-team views, nominal quota added up by ``tpu_platform.claims``) < ``build`` (from a
+``layout`` (per-team views, nominal quota added up by ``tpu_platform.claims``) < ``build`` (from a
 stack, in the slices ``config.capacity`` counts).
 
-A simulator admits on the tree itself: ``plan.queue_of(team)`` is the ClusterQueue node
-(``quotas`` per shape, ``parent``, ``local_queues``), ``plan.tree.parent``/``children``/
-``ancestors`` walk the cohorts, and one ``TreeUsage(plan.tree)`` per run answers
+A simulator admits on the tree itself: ``layout.queue_of(team)`` is the ClusterQueue node
+(``quotas`` per shape, ``parent``, ``local_queues``), ``layout.tree.parent``/``children``/
+``ancestors`` walk the cohorts, and one ``TreeUsage(layout.tree)`` per run answers
 ``available(node, shape)`` and takes ``charge``/``release`` as workloads are admitted and
 finish, so borrowing follows the hierarchy instead of a flattened root.
 """
@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .build import flavor_quotas, pool_flavors, queue_plan
+from .build import flavor_quotas, pool_flavors, quota_layout
+from .layout import QuotaLayout, TeamFlavor, TeamQuota
 from .model import FlavorQuota, PoolFlavor, QuotaNode, Shape, catalog_order
-from .plan import QueuePlan, TeamFlavor, TeamQuota
 from .tree import QuotaTree
 from .usage import TreeUsage
 
@@ -29,18 +29,18 @@ if TYPE_CHECKING:
 
 def team_quotas(cfg: PlatformConfig) -> list[TeamQuota]:
     """Guaranteed (nominal) and borrowable slices of every team, in stack order."""
-    return queue_plan(cfg).team_quotas()
+    return quota_layout(cfg).team_quotas()
 
 
 def unassigned_slices(cfg: PlatformConfig) -> dict[Shape, int]:
     """Slices per shape that no nominal quota (team or cohort) covers."""
-    return queue_plan(cfg).unassigned()
+    return quota_layout(cfg).unassigned()
 
 
 __all__ = [
     "FlavorQuota",
     "PoolFlavor",
-    "QueuePlan",
+    "QuotaLayout",
     "QuotaNode",
     "QuotaTree",
     "Shape",
@@ -50,7 +50,7 @@ __all__ = [
     "catalog_order",
     "flavor_quotas",
     "pool_flavors",
-    "queue_plan",
+    "quota_layout",
     "team_quotas",
     "unassigned_slices",
 ]

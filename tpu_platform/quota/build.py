@@ -1,4 +1,4 @@
-"""The plan of a parsed stack.
+"""The quota layout of a parsed stack.
 
 It may run on a stack the cross-field checks have not passed, so entries the checks reject
 are left out instead of failing here: a pool or quota of a shape TPU v6e does not have, and
@@ -12,8 +12,8 @@ from ..config.capacity import nominal_slices, pool_slices
 from ..config.kueue import KueueConfig
 from ..config.platform import PlatformConfig
 from ..config.quota import QuotaConfig, as_slices
+from .layout import QuotaLayout
 from .model import FlavorQuota, PoolFlavor, QuotaNode
-from .plan import QueuePlan
 from .tree import QuotaTree
 
 
@@ -44,7 +44,7 @@ def pool_flavors(cfg: PlatformConfig) -> tuple[PoolFlavor, ...]:
     )
 
 
-def queue_plan(cfg: PlatformConfig) -> QueuePlan:
+def quota_layout(cfg: PlatformConfig) -> QuotaLayout:
     """Flavors, Cohorts (declared, then implicit roots) and one ClusterQueue per team."""
     cohorts = [
         QuotaNode("Cohort", c.name, c.parent_name, flavor_quotas(c.quota, cfg.kueue)) for c in cfg.cohorts
@@ -65,4 +65,4 @@ def queue_plan(cfg: PlatformConfig) -> QueuePlan:
                 local_queues=tuple(team.local_queue_list()),
             )
         )
-    return QueuePlan(pool_flavors(cfg), QuotaTree(cohorts, queues))
+    return QuotaLayout(pool_flavors(cfg), QuotaTree(cohorts, queues))

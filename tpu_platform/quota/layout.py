@@ -1,9 +1,9 @@
-"""One quota/queue plan of a stack: flavors and their capacity, the cohort tree, and what
+"""One quota layout of a stack: flavors and their capacity, the cohort tree, and what
 each team is guaranteed, could borrow and lends.
 
 Kueue rendering, the linter's context, the summary and the simulator read quotas from here;
-nothing else models them. The stack's capacity check, below this plan, counts the same slices
-with ``config.capacity``, which the plan is built with.
+nothing else models them. The stack's capacity check, below this layout, counts the same slices
+with ``config.capacity``, which the layout is built with.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ class TeamQuota:
 
 
 @dataclass(frozen=True)
-class QueuePlan:
+class QuotaLayout:
     """Flavors smallest shape first; the tree's ClusterQueues by team, in stack order."""
 
     flavors: tuple[PoolFlavor, ...]

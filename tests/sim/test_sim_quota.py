@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from tpu_platform import catalog
 from tpu_platform.plan import load_stack_config, parse_stack_config, stack_file
-from tpu_platform.queueplan import QuotaNode, TreeUsage, queue_plan
+from tpu_platform.quota import QuotaNode, TreeUsage, quota_layout
 from tpu_platform.sim.cluster import Cluster
 from tpu_platform.sim.engine import Engine
 from tpu_platform.sim.kueue import Kueue, setup_from_stack
@@ -23,7 +23,7 @@ SHAPES = {"4x4": (4, 16), "8x8": (16, 64)}
 
 
 def test_the_simulators_queues_are_the_plans() -> None:
-    plan = queue_plan(PROD)
+    plan = quota_layout(PROD)
     setup = setup_from_stack(PROD)
     assert [cq.node for cq in setup.queues.values()] == plan.cluster_queues
     assert setup.plan.tree.cohort_nodes == plan.tree.cohort_nodes

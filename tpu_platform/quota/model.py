@@ -1,4 +1,4 @@
-"""The pieces of a quota/queue plan: flavors with their real capacity, and the nodes of the
+"""The pieces of a quota layout: flavors with their real capacity, and the nodes of the
 cohort tree (ClusterQueues are leaves, Cohorts inner nodes) with their quota per flavor.
 
 Everything is counted in whole slices of one shape (one ResourceFlavor per shape); chips

@@ -9,7 +9,7 @@ import pytest
 
 from tpu_platform.plan import load_stack_config, parse_stack_config
 from tpu_platform.plan.stacks import stack_file
-from tpu_platform.queueplan import queue_plan, team_quotas, unassigned_slices
+from tpu_platform.quota import quota_layout, team_quotas, unassigned_slices
 from tpu_platform.summary import summarize
 
 POOLS = [
@@ -117,8 +117,8 @@ def test_hierarchical_cohorts(stack: dict[str, Any]) -> None:
     ]
     cfg = build(stack, teams, cohorts)
     # product keeps its own slice and c's unlendable slice inside; research sees 3 + 1 lent by c.
-    tree = queue_plan(cfg).tree
-    four = queue_plan(cfg).queue_of("a").ordered()[0].shape
+    tree = quota_layout(cfg).tree
+    four = quota_layout(cfg).queue_of("a").ordered()[0].shape
     assert tree.subtree(tree.cohorts["product"], four) == 2  # own 1 + c lends 1
     assert tree.subtree(tree.cohorts["org"], four) == 3 + 0  # research 3 + product lends nothing up
     assert by_team(cfg) == {
