@@ -26,7 +26,7 @@ LAYERS: dict[str, int] = {
     # the adapter's pure parts: its config-file format (rendered by deploy), its API protocol (no
     # client), and the table of its API calls (the RBAC deploy renders is built from it)
     "tpu_platform.hotswap.adapter.config": 0,
-    "tpu_platform.hotswap.adapter.api": 0,
+    "tpu_platform.hotswap.adapter.client": 0,
     "tpu_platform.hotswap.adapter.access": 0,
     # the stack model, with its own checks: they use nothing built on it
     "tpu_platform.config": 1,
@@ -38,6 +38,7 @@ LAYERS: dict[str, int] = {
     "tpu_platform.monitoring": 2,
     # tools over the pure logic
     "tpu_platform.project": 3,
+    "tpu_platform.kubeconfig_check": 3,
     "tpu_platform.terminal": 3,
     "tpu_platform.plan": 3,
     "tpu_platform.schema": 3,
@@ -45,6 +46,7 @@ LAYERS: dict[str, int] = {
     "tpu_platform.testing": 3,
     # tools that read stack files and offline plans through ``plan``
     "tpu_platform.lint": 4,
+    "tpu_platform.entry": 4,
     "tpu_platform.policy": 4,
     "tpu_platform.sim": 4,
     # I/O
@@ -127,7 +129,7 @@ def test_no_module_imports_a_layer_above_its_own(module: str) -> None:
 @pytest.mark.parametrize(
     ("lower", "upper"),
     [
-        ("tpu_platform.config.checks.capacity", "tpu_platform.quota.build"),  # a quota layout built on the stack
+        ("tpu_platform.config.checks.capacity", "tpu_platform.quota.build"),  # a quota layout of the stack
         ("tpu_platform.plan.changes", "tpu_platform.policy.replacement"),  # a rule over plans
     ],
 )
