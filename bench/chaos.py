@@ -22,10 +22,10 @@ A missed action, precisely: a failure episode (one node of a pool NotReady, from
 it recovers, or until the run's settle time ends) whose pool was never tainted although, during
 it, a leader could act for longer than :data:`ACT_NEEDS` without a break. "Could act" is sampled
 by the bench every loop: the API serves (no outage), a controller replica (not the intruder) is
-running, not sent SIGTERM, and its last renewal in the Lease is younger than its write fence
+running, not sent SIGTERM, and its last renewal in the Lease is younger than its write budget
 (renew deadline - retry period, the controller's documented margin). :data:`ACT_NEEDS` is what the
 controller's documented timings need once the node is bad: the detection threshold T_bad, one
-reconcile period (the loop's periodic pass) and one retry period (a write fenced or failed on the
+reconcile period (the loop's periodic pass) and one retry period (a write out of budget or failed on the
 first try is issued again). An untainted episode without such a stretch (a handover, an outage, a
 leader that had just lost its lease) is not a miss: it is counted in ``excluded_no_leader`` and
 listed as ``excluded:`` on stderr, so the two never mix. Request faults (429, 5xx, resets, slow
@@ -319,7 +319,7 @@ class Chaos:
     def able(self) -> str:
         """The replica that can act now ("" if none): the API serving, the replica running and not
         sent SIGTERM, and its last renewal of the Lease (the server's record) younger than the
-        controller's write fence (renew deadline - retry period)."""
+        controller's write budget (renew deadline - retry period)."""
         if not self.serving:
             return ""
         try:

@@ -9,7 +9,8 @@ import pytest
 
 from tpu_platform.config.formats import parse_quantity as stack_quantity
 from tpu_platform.config.kueue import check_duration, duration_seconds
-from tpu_platform.hotswap.core.setting_values import SettingsError, _as_duration
+from tpu_platform.hotswap.core.settings import SettingsError
+from tpu_platform.hotswap.core.settings import setting_value as _as_duration
 from tpu_platform.hotswap.formats.duration import parse_duration
 from tpu_platform.hotswap.formats.quantity import QuantityError, parse_quantity
 from tpu_platform.kueue.objects import _quantity as rendered_weight

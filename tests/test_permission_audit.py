@@ -5,7 +5,7 @@ Google IAM grant (custom roles, project and service-account IAM members, tag-val
 be a row of the tables below, with the exact rules or permissions the code renders for it and the
 reason it exists. For the hotswap controller, the rows are derived from its calls: the Kubernetes
 calls are the table of ``tpu_platform/hotswap/adapter/access.py`` (checked on the wire by
-``tests/hotswap/test_hotswap_access.py``); the Google calls are read here from the adapter's source
+``tests/hotswap/adapter/test_access.py``); the Google calls are read here from the adapter's source
 with ``ast`` and each maps to the one permission Compute Engine's reference names for it, so a grant
 without a call and a call without a grant both fail.
 """
@@ -347,9 +347,8 @@ def test_every_google_call_of_the_adapter_is_in_the_table_and_every_row_is_calle
     assert adapter_google_calls() == {(c.client, c.method) for c in COMPUTE_CALLS}
     assert {c.permission for c in COMPUTE_CALLS} == set(iam.compute_permissions(reset=True))
     assert google_client_modules() == [
-        "tpu_platform/hotswap/adapter/compute.py",
-        "tpu_platform/hotswap/adapter/vm_reset.py",
-    ], "every Google client call of the platform is read from these two modules"
+        "tpu_platform/hotswap/adapter/compute_engine.py",
+    ], "every Google client call of the platform is read from this module"
 
 
 @pytest.mark.parametrize("path", PLANS, ids=lambda p: p.stem)

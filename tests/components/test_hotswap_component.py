@@ -14,7 +14,7 @@ from tpu_platform.plan import parse_stack_config
 from tpu_platform.plan.document import normalize
 
 # Exactly the calls the adapter makes (tpu_platform/hotswap/adapter/access.py; checked against the
-# real adapter on the wire by tests/hotswap/test_hotswap_access.py). The failure model's table also
+# real adapter on the wire by tests/hotswap/adapter/test_access.py). The failure model's table also
 # lists reads of Kueue objects, PriorityClasses and PDBs, and core events: none is ever made.
 REFERENCE_CLUSTER_RULES = {
     ("", "nodes"): {"list", "watch", "patch"},
@@ -299,7 +299,7 @@ VAP_BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPol
 def test_admission_policies_guard_the_controllers_state_for_its_own_account_only(
     hotswap_stack: dict[str, Any], render_stack: Callable[..., Any]
 ) -> None:
-    """Their CEL is evaluated on realistic requests in tests/hotswap/test_hotswap_admission.py; here:
+    """Their CEL is evaluated on realistic requests in tests/hotswap/test_admission.py; here:
     rendered, bound with Deny, and naming the service account the stack actually creates."""
     from tpu_platform.hotswap import admission
 

@@ -2,10 +2,10 @@
 ``reset``, ``ZoneOperationsClient.list``), raising google.api_core's real exception types.
 
 Strict where the real client is: keyword arguments of the real signatures (pinned against the installed
-library by ``test_hotswap_adapter_compute``), a name Compute Engine would refuse is a 400
+library by ``tests/hotswap/adapter/test_compute_engine.py``), a name Compute Engine would refuse is a 400
 (``BadRequest``; names are RFC 1035, https://cloud.google.com/compute/docs/naming-resources), an
 unknown VM a 404 with the API's message, and every call must carry a timeout and ``retry=None`` (the
-library's default retry re-sends for 600 s, see ``tpu_platform.hotswap.adapter.compute``). Faults are
+library's default retry re-sends for 600 s, see ``tpu_platform.hotswap.adapter.compute_engine``). Faults are
 injectable per call: an exception, or a gate that holds the call until released (a slow API).
 Answers are the library's own message types (``compute_v1.Instance``, ``compute_v1.Operation``).
 """

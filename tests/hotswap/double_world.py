@@ -16,8 +16,8 @@ from tests.kubeapi import ApiDouble, Seeder
 from tests.kubeapi.objects import jobset_obj, node_obj, pod_obj
 from tpu_platform.hotswap.adapter.config import Config, RuntimeConfig
 from tpu_platform.hotswap.adapter.controller import Controller
+from tpu_platform.hotswap.adapter.elector import LeaderElector
 from tpu_platform.hotswap.adapter.kube import KubernetesApi, configure
-from tpu_platform.hotswap.adapter.leader import LeaderElector
 from tpu_platform.hotswap.adapter.metrics import Metrics
 from tpu_platform.hotswap.core import Settings
 

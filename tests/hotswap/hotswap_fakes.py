@@ -1,4 +1,4 @@
-"""A recording fake of :class:`tpu_platform.hotswap.adapter.api.KubeApi` and builders of raw API objects.
+"""A recording fake of :class:`tpu_platform.hotswap.adapter.client.KubeApi` and builders of raw API objects.
 
 The fake sits at the adapter's interface, above the transport: the real transport
 (:mod:`tpu_platform.hotswap.adapter.kube`) turns every failure into ``ApiError``, so raising only
@@ -17,7 +17,7 @@ from typing import Any
 
 from tests.kubeapi.objects import job_for_pod
 from tests.kubeapi.selectors import label_matcher
-from tpu_platform.hotswap.adapter.api import JSON, ApiError, Resource
+from tpu_platform.hotswap.adapter.client import JSON, ApiError, Resource
 
 
 def _unescape(token: str) -> str:

@@ -29,7 +29,7 @@ from tests.live.cluster import incidents as inc
 from tests.live.cluster import workloads as w
 from tests.live.cluster.figures import Report
 from tests.live.cluster.scene import Scene, high_moved, hotswap_scene, pool_tainted
-from tpu_platform.hotswap.adapter.compute import parse_provider_id
+from tpu_platform.hotswap.adapter.compute_engine import parse_provider_id
 
 POLICY = "hotswap"
 

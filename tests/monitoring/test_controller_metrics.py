@@ -8,7 +8,7 @@ from kubernetes import client
 
 from tests.kubeapi import ApiDouble, Fault, Seeder
 from tests.kubeapi.objects import node_obj
-from tpu_platform.hotswap.adapter.api import ApiError, Resource
+from tpu_platform.hotswap.adapter.client import ApiError, Resource
 from tpu_platform.hotswap.adapter.kube import KubernetesApi, configure
 from tpu_platform.hotswap.adapter.metrics import Metrics
 

@@ -41,7 +41,7 @@ def hit(policy: str, kind: str, node: int, timings: dict[str, Any] | None = None
     scenario = seed_scenario(spare=False)
     scenario = replace(scenario, timings=scenario.timings.with_overrides(timings or {}))
     if settings:
-        scenario = replace(scenario, settings=replace(scenario.settings, **settings))
+        scenario = replace(scenario, settings=scenario.settings.replace(**settings))
     pool = high_pool(policy, scenario)
     trace = (Failure(FAIL_AT, f"{pool}-n{node}", kind=kind),)
     return run(replace(scenario, trace=trace), make_policy(policy, scenario))

@@ -1,6 +1,7 @@
-"""The simulated Compute Engine reads at the adapter's cadence (``tpu_platform.hotswap.adapter.evidence``):
-a usable answer is re-read once ``compute_reread_s`` old, anything else at most every ``compute_retry_s``,
-and a VM that turns TERMINATED is seen only at the next due read."""
+"""The simulated Compute Engine reads at the adapter's cadence
+(``tpu_platform.hotswap.adapter.compute_engine``): a usable answer is re-read once ``compute_reread_s``
+old, anything else at most every ``compute_retry_s``, and a VM that turns TERMINATED is seen only at the
+next due read."""
 
 from __future__ import annotations
 

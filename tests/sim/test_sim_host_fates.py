@@ -10,7 +10,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tpu_platform.config import HotswapConfig
-from tpu_platform.hotswap.core import settings_from_mapping
 from tpu_platform.sim.host_fates import FATES, HUNG, RESTARTED, STOPPED, host_fate
 from tpu_platform.sim.kueue_tas import KueueTas
 from tpu_platform.sim.params import Timings
@@ -19,7 +18,7 @@ from tpu_platform.sim.provenance import CHOSEN, PROVENANCE, SENSITIVITY, SOURCES
 from tpu_platform.sim.run import Result, run
 from tpu_platform.sim.scenarios import seed_scenario
 
-SHIPPED = settings_from_mapping(HotswapConfig().controller_settings())
+SHIPPED = HotswapConfig().controller_settings()
 FAIL_AT = 1800.0
 
 
@@ -61,7 +60,7 @@ def test_a_hung_guest_is_reset_then_cleared_and_without_the_fence_waits_for_repa
     assert hot.cluster.force_deletes == 1 and hot.cluster.unsafe_force_deletes == 0
     declared = 55.0 + SHIPPED.unhealthy_after_seconds
     assert high_mttr(hot) <= declared + t.compute_reset_s + t.compute_reread_s + t.pod_startup_s + 15.0
-    unfenced = run(scenario, Hotswap(replace(SHIPPED, reset_silent_vms=False), verify_idle=True))
+    unfenced = run(scenario, Hotswap(SHIPPED.replace(reset_silent_vms=False), verify_idle=True))
     assert unfenced.cluster.force_deletes == 0 and unfenced.cluster.unsafe_force_deletes == 0
     assert high_mttr(unfenced) >= t.auto_repair_after_s
     tas = run(scenario, KueueTas())
@@ -84,7 +83,7 @@ def test_a_kubelet_restart_on_a_declared_pool_is_rebooted_never_force_deleted_un
 
 def test_the_timer_path_force_deletes_a_hung_guests_pod() -> None:
     """Why the NotReady timer is opt-in: on a hung guest it is an unsafe force deletion."""
-    opted = replace(SHIPPED, force_delete_unconfirmed=True, compute_corroboration=False)
+    opted = SHIPPED.replace(force_delete_unconfirmed=True, compute_corroboration=False)
     r = run(seed_scenario(spare=True, timings=only(HUNG)), Hotswap(opted, verify_idle=True))
     assert r.cluster.unsafe_force_deletes == 1
 

@@ -57,7 +57,7 @@ def test_a_workload_that_never_answers_is_moved_at_the_deadline_and_counts_unpla
 
 def test_moves_off_leaves_the_window_to_gke() -> None:
     s = scenario()
-    off = replace(s, settings=replace(s.settings, maintenance_moves=False))
+    off = replace(s, settings=s.settings.replace(maintenance_moves=False))
     d = run(off, Hotswap(off.settings)).downtime
     assert d is not None and d.planned_moves == 0 and d.intervals[0][1] == WINDOW
 

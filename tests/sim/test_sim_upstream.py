@@ -199,7 +199,7 @@ def test_maintenance_drains_with_a_checkpoint_and_nothing_waits_for_the_window(p
     hotswap controller's maintenance-aware moves, off here, move it before: test_sim_maintenance.)"""
     if policy == "hotswap":
         scenario = seed_scenario(spare=True)
-        off = replace(scenario, settings=replace(scenario.settings, maintenance_moves=False))
+        off = replace(scenario, settings=scenario.settings.replace(maintenance_moves=False))
         pool = high_pool(policy, off)
         r = run(
             replace(off, trace=(Failure(FAIL_AT, f"{pool}-n0", kind=MAINTENANCE),)), Hotswap(off.settings)

@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
+from ..hotswap.core.settings import Settings
 from .base import StackModel
 from .cluster import ClusterConfig
 from .cohorts import CohortConfig
@@ -81,7 +82,7 @@ class PlatformConfig(StackModel):
         """Each team's namespaces: one tenant each for the hotswap controller."""
         return {team.name: team.namespace_names() for team in self.teams}
 
-    def controller_settings(self) -> dict[str, Any]:
+    def controller_settings(self) -> Settings:
         """The hotswap controller's settings as the stack deploys them (its teams included)."""
         return self.hotswap.controller_settings(self.team_namespaces())
 

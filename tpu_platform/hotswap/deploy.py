@@ -10,7 +10,6 @@ with the ports, probes, env and security context below. Only when the settings t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -20,10 +19,9 @@ from tpu_platform.hotswap.adapter.config import (
     DEFAULT_CONFIG_PATH,
     DEFAULT_LEASE_NAMESPACE,
     RuntimeConfig,
-    config_from_mapping,
 )
 from tpu_platform.hotswap.core import constants
-from tpu_platform.hotswap.core.settings import Settings, settings_from_mapping, settings_schema
+from tpu_platform.hotswap.core.settings import Settings, settings_schema
 
 __all__ = [
     "CLUSTER_RULES",
@@ -136,32 +134,29 @@ def role_rules() -> list[dict[str, list[str]]]:
     return [r.to_k8s() for r in NAMESPACE_RULES]
 
 
-def node_lease_role_rules(settings: Mapping[str, Any] | None) -> list[dict[str, list[str]]]:
-    """The kube-node-lease Role's rules for these (snake_case) settings; empty when the lease signal
-    is off, so no access to node Leases is granted unless it is used."""
-    if settings_from_mapping(settings or {}).lease_stale_seconds <= 0:
+def node_lease_role_rules(settings: Settings) -> list[dict[str, list[str]]]:
+    """The kube-node-lease Role's rules for these settings; empty when the lease signal is off, so no
+    access to node Leases is granted unless it is used."""
+    if settings.lease_stale_seconds <= 0:
         return []
     return [r.to_k8s() for r in NODE_LEASE_RULES]
 
 
+def config_document(settings: Settings | None = None, runtime: RuntimeConfig | None = None) -> dict[str, Any]:
+    """The config file's document: the decision settings at the top level, the process options under
+    ``runtime`` (optional runtime fields left out while unset, ``RuntimeConfig.rendered``). Both come
+    validated; missing ones are the defaults."""
+    settings = settings if settings is not None else Settings()
+    runtime = runtime if runtime is not None else RuntimeConfig()
+    return {**settings.to_dict(), "runtime": runtime.rendered()}
+
+
 def default_config() -> dict[str, Any]:
-    """The full config document with every default (decision settings + ``runtime``), optional
-    runtime fields left out (``RuntimeConfig.rendered``)."""
-    return {**Settings().to_dict(), "runtime": RuntimeConfig().rendered()}
+    """The full config document with every default."""
+    return config_document()
 
 
-def config_document(
-    settings: Mapping[str, Any] | None = None, runtime: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
-    """Defaults overlaid with overrides, validated (raises SettingsError naming the bad field)."""
-    doc = default_config()
-    doc.update(settings or {})
-    doc["runtime"] = {**doc["runtime"], **(runtime or {})}
-    cfg = config_from_mapping(doc)
-    return {**cfg.settings.to_dict(), "runtime": cfg.runtime.rendered()}
-
-
-def config_yaml(settings: Mapping[str, Any] | None = None, runtime: Mapping[str, Any] | None = None) -> str:
+def config_yaml(settings: Settings | None = None, runtime: RuntimeConfig | None = None) -> str:
     """The ConfigMap's ``config.yaml``."""
     import yaml
 

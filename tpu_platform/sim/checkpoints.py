@@ -14,7 +14,7 @@ import random
 from collections.abc import Callable
 
 from tpu_platform.hotswap.core import constants as k
-from tpu_platform.hotswap.core.timeutil import format_time, parse_time
+from tpu_platform.hotswap.core.times import format_time, parse_time
 from tpu_platform.sim.cluster import Cluster
 from tpu_platform.sim.model import Workload
 

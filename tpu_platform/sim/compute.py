@@ -1,7 +1,7 @@
 """Compute Engine as the controller's corroborating source sees it: the status of the VM behind a
 suspect node, late by ``Timings.compute_status_lag_s`` after a silent host death, each read late by
 ``compute_api_latency_s`` and failing with probability ``compute_api_error_rate``. Reads follow the
-adapter's cadence (``tpu_platform.hotswap.adapter.evidence``): a usable answer (read after the node's
+adapter's cadence (``tpu_platform.hotswap.adapter.compute_engine``): a usable answer (read after the node's
 current suspicion began) is re-read once ``compute_reread_s`` old, anything else at most every
 ``compute_retry_s``; in between the cached answer is joined in. A VM whose guest
 still runs (a kubelet restart, a slow host) reads RUNNING: the false positives of the node-side
@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 
 from tpu_platform.hotswap.core import Instance
-from tpu_platform.hotswap.core.corroboration import read_after_suspicion
+from tpu_platform.hotswap.core.vm_evidence import read_after_suspicion
 from tpu_platform.sim.model import SimNode
 from tpu_platform.sim.params import Timings
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tpu_platform.hotswap.core import Decision, EvictPod, ForceDeletePod, Settings, Snapshot
-from tpu_platform.hotswap.core.corroboration import confirmed_down, suspect_since
+from tpu_platform.hotswap.core.vm_evidence import confirmed_down, suspect_since
 from tpu_platform.sim.metrics import Episode
 
 WINDOW_S = 600.0

@@ -155,7 +155,7 @@ class Timings:
     """chosen: one ``instances.get`` round trip; the answer describes the VM as it was when sent."""
     compute_reread_s: float = 5.0
     """controller: RuntimeConfig.compute_reread_seconds. The adapter re-reads a suspect node's VM once
-    its usable answer is this old (``adapter/evidence.py``), so a VM that turns TERMINATED after a
+    its usable answer is this old (``adapter/compute_engine.py``), so a VM that turns TERMINATED after a
     RUNNING answer is seen up to this late."""
     compute_retry_s: float = 2.0
     """controller: ``Evidence.retry_s``. A suspect node without a usable answer (none, read before its

@@ -84,7 +84,7 @@ PROVENANCE: dict[str, tuple[str, str]] = {
     "vm_boot_s": (CHOSEN, "guest boot and kubelet registration after a reset"),
     "compute_api_latency_s": (CHOSEN, "one instances.get round trip"),
     "compute_reread_s": (CODE, "tpu_platform/hotswap/adapter/config.py RuntimeConfig.compute_reread_seconds"),
-    "compute_retry_s": (CODE, "tpu_platform/hotswap/adapter/evidence.py Evidence.retry_s"),
+    "compute_retry_s": (CODE, "tpu_platform/hotswap/adapter/compute_engine.py Evidence.retry_s"),
     "compute_api_error_rate": (CHOSEN, "shown as a range in bench/mttr.py's ablation (50 %)"),
     "checkpoint_never_answers": (CHOSEN, "share of workloads without the checkpoint protocol"),
     "checkpoint_answer_min_s": (CHOSEN, "fastest checkpoint answer"),

@@ -29,9 +29,9 @@ from tpu_platform.hotswap.core import (
 )
 from tpu_platform.hotswap.core import constants as k
 from tpu_platform.hotswap.core.apply import patch_node
-from tpu_platform.hotswap.core.health import chips_withdrawn
 from tpu_platform.hotswap.core.maintenance import request_at, window_start
 from tpu_platform.hotswap.core.model import RUNNING
+from tpu_platform.hotswap.core.pool_health import chips_withdrawn
 from tpu_platform.sim.checkpoints import CAUSE_MOVE, answered_before
 from tpu_platform.sim.cluster import Cluster
 from tpu_platform.sim.compute import ComputeApi

@@ -1,4 +1,4 @@
-"""Compute Engine carrying out the controller's resets of silent VMs (``core/fencing.py`` decides).
+"""Compute Engine carrying out the controller's resets of silent VMs (``core/vm_evidence.py`` decides).
 
 A reset's Operation is ``DONE`` ``Timings.compute_reset_s`` after the call (chosen: not published),
 for a hung guest and for a VM whose dead host Compute Engine has not noticed yet alike. Then nothing

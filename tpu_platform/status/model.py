@@ -31,7 +31,7 @@ from typing import Any
 
 from ..constants import HOTSWAP_REPORTING_CONTROLLER, LABEL_INSTANCE_TYPE
 from ..hotswap.core import constants as k
-from ..hotswap.core.timeutil import parse_time
+from ..hotswap.core.times import parse_time
 from ..hotswap.formats.quantity import parse_quantity
 from ..kueue.entitlements import GRANTS_ANNOTATION, TEAMS_ANNOTATION, parse_grants, parse_teams
 from .fleet import WorkerView, worker_views

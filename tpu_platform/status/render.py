@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from ..hotswap.core.timeutil import format_time
+from ..hotswap.core.times import format_time
 from .model import PlatformStatus
 
 

@@ -48,7 +48,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tpu_platform.hotswap.adapter.compute import HOST_ERROR, RESET, VmRef, parse_provider_id
+from tpu_platform.hotswap.adapter.compute_engine import HOST_ERROR, RESET, VmRef, parse_provider_id
 
 METADATA = "/computeMetadata/v1/"
 SERVICE_ACCOUNT = "instance/service-accounts/default/"
@@ -59,7 +59,7 @@ INSTANCE = re.compile(r"^/compute/v1/projects/([^/]+)/zones/([^/]+)/instances/([
 OPERATIONS = re.compile(r"^/compute/v1/projects/([^/]+)/zones/([^/]+)/operations$")
 RESET_PATH = re.compile(r"^/compute/v1/projects/([^/]+)/zones/([^/]+)/instances/([^/]+)/reset$")
 TARGET_FILTER = re.compile(r"^\(targetId = ([0-9]+)\)$")
-"""The one filter the controller sends (``adapter/compute.py``); anything else is answered 400, so a
+"""The one filter the controller sends (``adapter/compute_engine.py``); anything else is answered 400, so a
 changed filter fails the live tier instead of passing unfiltered."""
 
 

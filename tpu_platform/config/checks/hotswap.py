@@ -1,27 +1,18 @@
-"""Checks of the ``hotswap`` section: one image source, a namespace of its own, and settings
-the controller itself accepts."""
+"""Checks of the ``hotswap`` section: one image source, a namespace of its own, opt-out namespaces of
+the stack's teams, and floors on the settings (their kinds and ranges are the settings model's own,
+checked when the stack file is read)."""
 
 from __future__ import annotations
 
-from dataclasses import fields
-from typing import Any
-
-from pydantic.alias_generators import to_camel, to_snake
-
 from ...constants import BUILTIN_NAMESPACES, RESERVED_NAMESPACES
-from ...hotswap.core.settings import Settings, SettingsError
-from ...hotswap.deploy import config_document
-from ..hotswap import IMAGE_RE, HotswapConfig
+from ...hotswap.core.settings import Settings
+from ..hotswap import IMAGE_RE
 from ..platform import PlatformConfig
-from ..problems import Problems, unknown_key
-
-SETTINGS_DOC = "see tpu_platform/hotswap/README.md for every setting"
-# Settings the stack sets through keys of its own (the section's validator says which).
-_SET_ELSEWHERE = frozenset({"teams", "compute_corroboration"})
+from ..problems import Problems
 
 
 def check_hotswap(cfg: PlatformConfig) -> Problems:
-    """One image source, a namespace of the controller's own, settings its loader accepts."""
+    """One image source, a namespace of the controller's own, opt-outs of team namespaces, floors."""
     problems = Problems()
     hot = cfg.hotswap
     if hot.image is not None and hot.build is not None:
@@ -45,44 +36,26 @@ def check_hotswap(cfg: PlatformConfig) -> Problems:
             ("hotswap", "namespace"),
             f"{hot.namespace!r} is also a team namespace; the controller needs its own",
         )
-    opt_out = cfg.controller_settings().get("opt_out_namespaces")
-    for i, ns in enumerate(opt_out if isinstance(opt_out, list) else []):
+    for i, ns in enumerate(hot.settings.opt_out_namespaces):
         if ns not in team_namespaces:
             problems.add(
-                ("hotswap", "settings", "optOutNamespaces", i),
+                ("hotswap", "settings", _key("opt_out_namespaces"), i),
                 f"{ns!r} is no team's namespace; list the namespaces of the teams whose JobSets may "
                 "refuse preemption with tpu-platform.dev/preemptible: 'false'",
             )
-    if _unknown_settings(hot, problems):
-        return problems
-    try:
-        document = config_document(cfg.controller_settings(), hot.runtime())
-    except SettingsError as err:
-        key = err.field.split(".")[-1]
-        message = str(err).split(": ", 1)[-1]
+    _check_floors(hot.settings, problems)
+    if "instance_evidence_max_age_seconds" in hot.settings.model_fields_set and not hot.compute_corroboration:
         problems.add(
-            ("hotswap", "settings", to_camel(key)) if key else ("hotswap", "settings"),
-            f"{message}; {SETTINGS_DOC}",
-        )
-        return problems
-    _check_floors(document, problems)
-    if "instanceEvidenceMaxAgeSeconds" in hot.settings and not hot.compute_corroboration:
-        problems.add(
-            ("hotswap", "settings", "instanceEvidenceMaxAgeSeconds"),
+            ("hotswap", "settings", _key("instance_evidence_max_age_seconds")),
             "has no effect without Compute Engine corroboration; set hotswap.computeCorroboration: true "
             "or remove it",
         )
     return problems
 
 
-def _unknown_settings(hot: HotswapConfig, problems: Problems) -> bool:
-    """Keys the controller's loader does not know, named in the stack's camelCase with the key most
-    likely meant (the loader itself stops at the first and lists its snake_case names)."""
-    known = sorted(to_camel(f.name) for f in fields(Settings) if f.name not in _SET_ELSEWHERE)
-    unknown = [key for key in hot.settings if to_camel(to_snake(key)) not in known]
-    for key in unknown:
-        problems.add(("hotswap", "settings", key), f"{unknown_key(key, known)}; {SETTINGS_DOC}")
-    return bool(unknown)
+def _key(name: str) -> str:
+    """The stack's (camelCase) key of a setting."""
+    return Settings.model_fields[name].alias or name
 
 
 # Floors that keep the controller's safety rules (tpu_platform/hotswap/core/settings.py documents
@@ -111,15 +84,15 @@ FLOORS: tuple[tuple[str, float, str], ...] = (
         "shorter age would drop every answer before the next read lands",
     ),
 )
-# leaseStaleSeconds has its floor in the controller's own loader (0 or at least 20 s).
+# leaseStaleSeconds has its floor in the settings model itself (0 or at least 20 s).
 
 
-def _check_floors(document: dict[str, Any], problems: Problems) -> None:
-    """Thresholds that parse but would break a safety rule (the controller's loader only asks >= 0)."""
+def _check_floors(settings: Settings, problems: Problems) -> None:
+    """Thresholds that parse but would break a safety rule (the settings model only asks >= 0)."""
     for name, floor, why in FLOORS:
-        value = float(document[name])
+        value = float(getattr(settings, name))
         if value < floor:
             problems.add(
-                ("hotswap", "settings", to_camel(name)),
+                ("hotswap", "settings", _key(name)),
                 f"{value:g} s is below the floor of {floor:g} s: {why}; use at least {floor:g} or remove it",
             )

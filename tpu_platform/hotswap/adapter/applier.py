@@ -1,56 +1,17 @@
-"""Core actions -> API calls, each idempotent and as narrow as possible.
+"""Core actions -> API calls, each idempotent and as narrow as possible, and the Events that report them.
 
-- Node patches are JSON Patches guarded by the cached resourceVersion: one taint is added or removed
-  by index, annotations one key at a time; nothing else on the node is rewritten.
-- JobSet annotations are a merge patch carrying the UID, so a recreated namesake is never touched.
-- Evictions go through policy/v1 Eviction with a UID precondition (PDBs apply; the pod gets the
-  DisruptionTarget condition a failure policy can map to RestartJobSetAndIgnoreMaxRestarts).
-- Force deletion is DELETE with gracePeriodSeconds=0 and a UID precondition.
-
-If tainting a pool fails, its fail-fast evictions are skipped this round (restarted pods could land
-on the broken slice); if recording a preemption fails, its evictions are skipped (the record is what
-keeps the next reconcile from choosing another victim); if an eviction fails, the force delete of the
-same pod is skipped (force delete must not bypass a PDB refusal).
-
-Every write first passes the fence (``may_write``: the leader holds the lease with margin, and the
-process is not shutting down), checked per write, not per batch: a renewal lost halfway through a
-batch stops the rest of it at once. With ``write_budget`` (the elector's
-:meth:`~tpu_platform.hotswap.adapter.leader.LeaderElector.write_budget`) the write is bound to it
-(:mod:`~tpu_platform.hotswap.adapter.write_fence`): the client checks the fence again when it
-sends the write, after its rate limiter, and gives the request a timeout that ends before the
-lease could pass to another replica; a write refused there is FENCED too.
-
-A failed write never stops the batch: each action gets its own outcome, and a target that failed
-with a retryable error (transport, 429, 5xx) waits out its own exponential backoff
-(:class:`~tpu_platform.hotswap.adapter.ratelimit.ItemBackoff`, Retry-After as a floor) while the
-rest proceed; node patches have a backoff of their own capped at 1 s, so a held or failed taint is
-retried at the next reconcile tick. An Event is only sent when the writes it reports were all
-applied: no Event claims an eviction, a taint or a preemption that was not issued.
-
-A batch has a time budget (``deadline``): writes not issued by then are deferred, and the
-controller decides again at once from fresh caches. Behind the client's QPS limit a backlog (a new
-leader inherits every open episode) takes seconds to write, and a pool that fails meanwhile must
-not wait for the whole backlog before it is even decided. :func:`taints_first` puts the taints
-ahead of every other node patch, so the next batch starts with them.
-
-Node patches are written by up to :data:`NODE_PATCH_WORKERS` writers at once, as
-kube-controller-manager runs several workers per controller (``--concurrent-*-syncs``, e.g.
-``--concurrent-deployment-syncs`` 5, kubernetes.io/docs/reference/command-line-tools-reference/
-kube-controller-manager), and its work queue never hands one key to two workers at once
-("Stingy", ``k8s.io/client-go/util/workqueue/doc.go``). One write at a time behind slow
-writes (a second each) would taint the sixth failed pool of a batch six seconds late. Each run of
-consecutive node patches (taints first, see :func:`taints_first`) is split by node: one node's
-patches stay in order on one writer (a key is never in two workers at once, as in the workqueue),
-different nodes go in parallel. Every write still passes the budget, backoff and fence checks on
-its own, on the monotonic clock, at the moment it is sent, so a fence that closes mid-run stops
-every writer's next write; a run ends when its writes have returned, before anything that depends
-on them (fail-fast evictions of a pool wait for its taint, a Node Event for its patch). Evictions,
-deletions, JobSet records and Events stay one at a time, in order: they depend on each other and
-an eviction is never issued twice.
+Node patches are JSON Patches guarded by the cached resourceVersion; JobSet records a merge patch
+carrying the UID; evictions policy/v1 Evictions and force deletions DELETEs, both with a UID
+precondition. A write that depends on one that failed is skipped, an Event is sent only when the
+writes it reports were applied, and a failed write never stops the batch. Every write passes the
+lease's write budget when it is checked and again when the client sends it; a batch has a time
+budget, and node patches go out on a few writers at once. Design notes: docs/hotswap-adapter.md,
+"applier".
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -58,10 +19,19 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import StrEnum
 
-from tpu_platform.hotswap.adapter.api import JSON, ApiError, KubeApi
-from tpu_platform.hotswap.adapter.events import event_body
-from tpu_platform.hotswap.adapter.ratelimit import NODE_PATCH_BACKOFF_MAX_SECONDS, ItemBackoff
-from tpu_platform.hotswap.adapter.write_fence import WriteBudget, WriteFenced, fenced
+from tpu_platform.hotswap.adapter.client import (
+    JOBSET_GROUP,
+    JOBSET_VERSION,
+    JSON,
+    NODE_PATCH_BACKOFF_MAX_SECONDS,
+    ApiError,
+    ItemBackoff,
+    KubeApi,
+    OutOfBudget,
+    WriteBudget,
+    budgeted,
+    micro_time,
+)
 from tpu_platform.hotswap.core import constants as k
 from tpu_platform.hotswap.core.actions import (
     Action,
@@ -75,8 +45,13 @@ from tpu_platform.hotswap.core.actions import (
 from tpu_platform.hotswap.core.model import Node, Snapshot
 
 NODE_PATCH_WORKERS = 4
-"""Node patches written at once (each fenced on its own); 1 writes them one at a time."""
+"""Node patches written at once (each checked against the write budget on its own); 1 writes them one
+at a time."""
 log = logging.getLogger("hotswap.apply")
+CONTROLLER_NAME = "tpu-platform.dev/hotswap"
+"""``reportingController`` of every Event the controller writes."""
+_API_VERSIONS = {"Node": "v1", "Pod": "v1", "JobSet": f"{JOBSET_GROUP}/{JOBSET_VERSION}"}
+_EVENT_SEQUENCE = itertools.count()
 
 
 class Outcome(StrEnum):
@@ -88,9 +63,10 @@ class Outcome(StrEnum):
     BLOCKED = "blocked"
     """429 on eviction: a PodDisruptionBudget refused it."""
     SKIPPED = "skipped"
-    FENCED = "fenced"
-    """Not issued: the lease is not held with margin (when checked, or when the client would have
-    sent it), or the process is stopping."""
+    OUT_OF_BUDGET = "fenced"
+    """Not issued: no write budget, the lease not held with margin (when checked, or when the client
+    would have sent it), or the process is stopping. Logged and counted as ``fenced``, the value
+    ``bench/chaos_causes.py`` reads."""
     BACKOFF = "backoff"
     """Not issued: this target failed recently and waits out its backoff."""
     DEFERRED = "deferred"
@@ -157,6 +133,43 @@ def eviction_body(action: EvictPod) -> JSON:
         "metadata": {"name": action.name, "namespace": action.namespace},
         "deleteOptions": {"preconditions": {"uid": action.uid}},
     }
+
+
+def event_name(regarding: str, now: float) -> str:
+    """``<object>.<hex nanoseconds>``, as client-go's event recorder names Events
+    (``tools/record/event.go``, ``makeEvent``). Not a ``generateName`` of ``<object>.``: the API
+    server validates a generateName as a DNS subdomain prefix, where only a trailing ``-`` is
+    allowed (apimachinery ``ValidateObjectMeta``, ``maskTrailingDash``), so it rejects that with 422.
+    A process-wide sequence keeps two Events of one reconcile on one object apart."""
+    return f"{regarding[:200]}.{int(now * 1e9) + next(_EVENT_SEQUENCE):x}"
+
+
+def event_body(action: EmitEvent, *, identity: str, now: float, node_namespace: str) -> tuple[str, JSON]:
+    """(namespace, events.k8s.io/v1 Event) for an EmitEvent."""
+    namespace = action.namespace or node_namespace
+    regarding: JSON = {
+        "apiVersion": _API_VERSIONS.get(action.kind, "v1"),
+        "kind": action.kind,
+        "name": action.name,
+    }
+    if action.namespace:
+        regarding["namespace"] = action.namespace
+    if action.uid:
+        regarding["uid"] = action.uid
+    body: JSON = {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": event_name(action.name, now), "namespace": namespace},
+        "eventTime": micro_time(now),
+        "reportingController": CONTROLLER_NAME,
+        "reportingInstance": identity,
+        "action": action.action or action.reason,
+        "reason": action.reason,
+        "note": action.message[:1024],
+        "type": action.type,
+        "regarding": regarding,
+    }
+    return namespace, body
 
 
 def _outcome(err: ApiError, *, eviction: bool = False) -> Outcome:
@@ -282,11 +295,11 @@ class Applier:
                         action, Outcome.SKIPPED, f"{len(unissued)} reported write(s) not applied"
                     )
                 else:
-                    result = self._fenced(
+                    result = self._guarded(
                         action, nodes, untainted_pools, unrecorded, failed_evictions, deadline=deadline
                     )
             else:
-                result = self._fenced(
+                result = self._guarded(
                     action, nodes, untainted_pools, unrecorded, failed_evictions, deadline=deadline
                 )
             outcomes[id(action)] = result.outcome
@@ -340,14 +353,14 @@ class Applier:
             by_node.setdefault(a.node, []).append(a)
 
         def write(patches: list[PatchNode]) -> list[tuple[int, ApplyResult]]:
-            return [(id(a), self._fenced(a, nodes, set(), set(), set(), deadline=deadline)) for a in patches]
+            return [(id(a), self._guarded(a, nodes, set(), set(), set(), deadline=deadline)) for a in patches]
 
         workers = min(self.node_patch_workers, len(by_node))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="apply-node") as pool:
             futures = [pool.submit(write, patches) for patches in by_node.values()]
             return {key: result for f in futures for key, result in f.result()}
 
-    def _fenced(
+    def _guarded(
         self,
         action: Action,
         nodes: dict[str, Node],
@@ -357,7 +370,8 @@ class Applier:
         *,
         deadline: float | None = None,
     ) -> ApplyResult:
-        """Budget, backoff and fence checks around one write, and the backoff bookkeeping after it."""
+        """Deadline, backoff and write-budget checks around one write, and the backoff bookkeeping
+        after it."""
         key = target(action)
         backoff = self.backoff_for(action)
 
@@ -368,10 +382,10 @@ class Applier:
             if wait > 0:
                 return ApplyResult(action, Outcome.BACKOFF, f"retry in {wait:.1f}s")
             if not self.may_write() or (self.write_budget is not None and self.write_budget() is None):
-                return ApplyResult(action, Outcome.FENCED, "lease not held with margin, or stopping")
+                return ApplyResult(action, Outcome.OUT_OF_BUDGET, "lease not held with margin, or stopping")
             return None
 
-        with fenced(self.write_budget):
+        with budgeted(self.write_budget):
             result = self._apply_one(action, nodes, untainted_pools, unrecorded, failed_evictions, gate=gate)
         if result.outcome in (Outcome.APPLIED, Outcome.GONE, Outcome.CONFLICT):
             backoff.forget(key)
@@ -431,8 +445,8 @@ class Applier:
                     if (held := gate()) is not None:
                         return held
                     self.api.create_event(namespace, body)
-        except WriteFenced as err:
-            return ApplyResult(action, Outcome.FENCED, str(err))
+        except OutOfBudget as err:
+            return ApplyResult(action, Outcome.OUT_OF_BUDGET, str(err))
         except ApiError as err:
             return ApplyResult(
                 action,

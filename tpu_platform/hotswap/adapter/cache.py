@@ -1,57 +1,10 @@
-"""Reflector caches: list, then watch from the list's resourceVersion with bookmarks.
+"""Reflector caches, after client-go's ``tools/cache/reflector.go``: list, then watch from the list's
+resourceVersion with bookmarks, objects converted to the core's types as they arrive.
 
-Modelled on client-go's ``tools/cache/reflector.go``:
-
-- Watches ask for ``allowWatchBookmarks``; a BOOKMARK only advances the resourceVersion.
-- A watch that ends normally is resumed at once from the last resourceVersion, but a watch that
-  lasted under a second and delivered no object (bookmarks do not count) is an error ("very short
-  watch" in client-go, which counts bookmarks too), so an API server that closes every watch at
-  once, with or without a bookmark, cannot drive a hot loop.
-- Failures (of the list, of opening the watch, mid-stream, or an ERROR event) back off
-  exponentially with jitter: client-go uses ``NewExponentialBackoffManager(800ms, 30s, 2min, 2.0,
-  1.0)``, i.e. 0.8 s doubling, jitter up to +100 % (``tools/cache/reflector.go``, client-go
-  v0.34.1). The cap here is 4 s (:data:`BACKOFF_MAX_SECONDS`, at most 8 s with jitter) so that
-  after an outage every cache is current again well inside lease duration + retry period (17 s).
-  A transport failure (status 0: refused, reset, timed out) does not escalate it: the retry waits
-  one initial step (at most 1.6 s with jitter). An outage is a stretch of refused connections, and
-  a backoff grown through it would keep the caches stale, so nothing is decided, for up to 8 s
-  after the API is back; overload shows as 429/5xx, which keep escalating.
-- A watch that delivered an object resets the backoff (:meth:`Backoff.reset`): the server was
-  healthy enough to stream, so the failure that follows waits one initial step, not a step grown
-  by failures from before it. client-go resets only when no backoff was taken for 2 min
-  (``exponentialBackoffManagerImpl.getNextBackoff`` in apimachinery ``pkg/util/wait/backoff.go``
-  v0.34.1; the reflector never resets it itself), so under a steady trickle of faults its backoff
-  stays near the cap while its watches work; this reset is the deliberate difference. It cannot
-  drive a hot loop: each reset needs a watch that opened and streamed an object. An ERROR event
-  (410 on a compacted resourceVersion, say) proves nothing: it neither resets the backoff nor the
-  failure count, so a relist that keeps failing after a compaction still makes the cache stale.
-- A cache that went stale through failures (after an outage, say) lists again on its next
-  attempt instead of resuming the watch, and a successful list makes it fresh at once: a quiet
-  watch could otherwise stay open for a bookmark period (about a minute) before it proves the
-  cache current. client-go likewise lists again after a watch that ended in an error.
-- A cache given ``stale_retry_seconds`` (the node caches, see ``adapter/needs.py``: every taint
-  reads them) retries at most that long after it went stale, with jitter (between half and all of
-  it), however far the backoff had grown. client-go's reflector keeps its one exponential backoff
-  (0.8 s doubling to 30 s, above) whether or not its store is current, because an informer's
-  handlers keep running on the last state. Here a stale node cache withholds every taint, and
-  right after an outage the API's first answers are often 429/5xx: a backoff escalated by them
-  (5.7 s after 500, 503, 429 in a row) kept the node cache stale for about 10 s, past the
-  lease duration + retry period the controller must act within. A LIST of TPU nodes (selected by
-  label, a few hundred objects at most) costs the API server little, and a 429 still waits its
-  own step: the wait never drops below half of ``stale_retry_seconds``.
-- ``410 Gone``/``Expired`` and "too large resource version" (504 with the
-  ``ResourceVersionTooLarge`` cause, ``apiserver/pkg/storage/errors.go``; client-go's
-  ``isTooLargeResourceVersionError``) mean the resourceVersion cannot be resumed: list again.
-- Health: a cache is *fresh* once it has listed, while its watch is open or it heard from the
-  server within :attr:`WatchCache.stale_after_seconds`, and while fewer than
-  :attr:`WatchCache.failure_threshold` attempts in a row failed. The default 90 s exceeds the
-  API server's bookmark period (about a minute, ``bookmarkFrequency`` in the apiserver's cacher),
-  so a quiet but open watch never looks stale; a dead connection fails sooner, through keepalive.
-  A watch that keeps failing (e.g. 403 after an RBAC change) makes it stale after
-  ``failure_threshold`` attempts; the controller then neither reports ready nor acts.
-  :meth:`WatchCache.age` is the time since the server was last heard from.
-
-Objects are converted to the core's types as they arrive, so building a snapshot costs no parsing.
+A cache is *fresh* once it has listed, while its watch is open or it heard from the server recently,
+and while its attempts are not failing in a row; the controller acts only on what fresh caches show.
+Failures back off with jitter, and a cache made stale by failures lists again. Where and why this
+differs from client-go: docs/hotswap-adapter.md, "cache".
 """
 
 from __future__ import annotations
@@ -63,7 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Generic, Protocol, TypeVar
 
-from tpu_platform.hotswap.adapter.api import JSON, ApiError, KubeApi, Resource
+from tpu_platform.hotswap.adapter.client import JSON, ApiError, KubeApi, Resource
 from tpu_platform.hotswap.adapter.convert import object_key
 
 T = TypeVar("T")
@@ -71,6 +24,8 @@ GONE = 410
 TOO_LARGE_CAUSE = "ResourceVersionTooLarge"
 BACKOFF_INITIAL_SECONDS = 0.8
 BACKOFF_MAX_SECONDS = 4.0
+"""client-go caps at 30 s; this keeps every cache current well inside lease duration + retry period
+after an outage."""
 BACKOFF_RESET_SECONDS = 120.0
 SHORT_WATCH_SECONDS = 1.0
 OBJECT_EVENTS = ("ADDED", "MODIFIED", "DELETED")

@@ -1,5 +1,8 @@
 """The controller's config file: decision settings at the top level, process options under ``runtime``.
 
+Read once at start (:func:`load_config`): the settings by the same :class:`Settings` model the stack
+file's ``hotswap.settings`` is read with, the process options by :class:`RuntimeConfig`.
+
 Example (what the Pulumi component renders into the ConfigMap)::
 
     unhealthy_after_seconds: 10

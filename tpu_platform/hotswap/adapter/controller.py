@@ -1,12 +1,11 @@
-"""The control loop: caches -> snapshot -> decide -> (leader, not dry-run) apply. Handlers stay thin.
+"""The control loop: caches -> snapshot -> decide -> (leader, not dry-run) apply, and what holds an
+action back until the caches show what it needs.
 
-A stale cache (not listed, watch failing, or silent too long) blocks only the actions that read
-it (``adapter/needs.py``): a stale pod cache stops evictions but not the taint of a pool whose
-nodes' cache is fresh; nothing is decided while the node caches are stale, so those retry their
-list within a second once stale (:data:`STALE_NODE_RETRY_MAX_SECONDS`). A stale view could
-undo or repeat work. Every write passes the applier's fence (the lease held with margin, and the
-process not stopping). Liveness covers the loop, the elector and every watch
-thread: a dead or wedged thread gets the pod restarted.
+An action waits while a cache it reads is stale (:func:`needs`: a stale pod cache stops evictions but
+not a taint; nothing is decided while the node caches are stale), and while our own earlier writes on
+what it touches are not visible in the caches yet (:class:`Expectations`). Every write passes the
+applier's write-budget check. Liveness covers the loop, the elector and every watch thread: a dead or
+wedged thread gets the pod restarted. Design notes: docs/hotswap-adapter.md, "controller".
 """
 
 from __future__ import annotations
@@ -14,17 +13,21 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
-from tpu_platform.hotswap.adapter.api import KubeApi, Resource
-from tpu_platform.hotswap.adapter.applier import Applier, ApplyResult, Outcome, taints_first
+from tpu_platform.hotswap.adapter.applier import Applier, ApplyResult, Outcome, reported_by, taints_first
 from tpu_platform.hotswap.adapter.cache import WatchCache
+from tpu_platform.hotswap.adapter.client import KubeApi, Resource
+from tpu_platform.hotswap.adapter.compute_engine import SENT, Evidence, VmResetter
 from tpu_platform.hotswap.adapter.config import Config
 from tpu_platform.hotswap.adapter.convert import (
     LeaseObservations,
     NodeLease,
     NodeRecord,
+    job_from_api,
     jobset_from_api,
     lease_from_api,
     node_from_api,
@@ -33,22 +36,186 @@ from tpu_platform.hotswap.adapter.convert import (
     with_leases,
     with_pods,
 )
-from tpu_platform.hotswap.adapter.evidence import Evidence
-from tpu_platform.hotswap.adapter.expectations import Expectations
-from tpu_platform.hotswap.adapter.leader import LeaderElector
+from tpu_platform.hotswap.adapter.elector import LeaderElector
 from tpu_platform.hotswap.adapter.metrics import Metrics
-from tpu_platform.hotswap.adapter.needs import can_decide, runnable
-from tpu_platform.hotswap.adapter.owners import job_from_api
 from tpu_platform.hotswap.adapter.rejections import report_rejections
-from tpu_platform.hotswap.adapter.vm_reset import SENT, VmResetter
 from tpu_platform.hotswap.core import constants as k
-from tpu_platform.hotswap.core.actions import Action, EvictionCause, EvictPod, ForceDeletePod, ResetVm
-from tpu_platform.hotswap.core.health import PoolMemory
+from tpu_platform.hotswap.core.actions import (
+    Action,
+    AnnotateJobSet,
+    EmitEvent,
+    EvictionCause,
+    EvictPod,
+    ForceDeletePod,
+    PatchNode,
+    ResetVm,
+)
 from tpu_platform.hotswap.core.model import ChildJob, JobSet, Pod, Snapshot
 from tpu_platform.hotswap.core.ownership import owned_pods
+from tpu_platform.hotswap.core.pool_health import PoolMemory
 from tpu_platform.hotswap.core.reconcile import Decision, decide
 
 log = logging.getLogger("hotswap.controller")
+
+
+# --- which caches an action needs fresh -----------------------------------------------------------
+NODE_CACHES = frozenset({"nodes", "leases"})
+"""The caches a pool's health is judged from."""
+
+
+def needs(action: Action, watched: Collection[str]) -> frozenset[str]:
+    """The caches (by resource name, among ``watched``) that must be fresh to issue ``action``."""
+    if isinstance(action, PatchNode) or (isinstance(action, EmitEvent) and action.kind == "Node"):
+        return NODE_CACHES & frozenset(watched)
+    return frozenset(watched)
+
+
+def can_decide(fresh: Collection[str], watched: Collection[str]) -> bool:
+    """Deciding is worth it once the caches node actions need are fresh."""
+    return NODE_CACHES & frozenset(watched) <= frozenset(fresh)
+
+
+def runnable(
+    actions: Sequence[Action], fresh: Collection[str], watched: Collection[str]
+) -> tuple[tuple[Action, ...], list[Action]]:
+    """(actions whose caches are all fresh, actions withheld until a stale cache is fresh again)."""
+    ok = frozenset(fresh)
+    go: list[Action] = []
+    withheld: list[Action] = []
+    for a in actions:
+        (go if needs(a, watched) <= ok else withheld).append(a)
+    return tuple(go), withheld
+
+
+# --- waiting for our own writes to show in the caches ---------------------------------------------
+PREEMPTION = "preemption"
+
+
+def scope(action: Action) -> frozenset[str]:
+    """What an action touches: ``pool:``, ``jobset:``, ``pod:`` tokens and ``preemption``."""
+    match action:
+        case PatchNode():
+            return frozenset({f"pool:{action.pool}"})
+        case AnnotateJobSet():
+            return frozenset({f"jobset:{action.key}", PREEMPTION})
+        case EvictPod():
+            tokens = {f"pod:{action.key}"}
+            if action.pool:
+                tokens.add(f"pool:{action.pool}")
+            if action.jobset:
+                tokens.add(f"jobset:{action.jobset}")
+            if action.cause is EvictionCause.PREEMPTION:
+                tokens.add(PREEMPTION)
+            return frozenset(tokens)
+        case ForceDeletePod():
+            return frozenset(
+                {f"pod:{action.key}"} | ({f"jobset:{action.jobset}"} if action.jobset else set())
+            )
+    return frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class _Expectation:
+    describe: str
+    scope: frozenset[str]
+    deadline: float
+    met: Callable[[], bool]
+
+
+class Expectations:
+    """Our own successful writes not yet visible in the caches, and the actions they hold back."""
+
+    def __init__(
+        self,
+        nodes: WatchCache[NodeRecord],
+        pods: WatchCache[Pod],
+        jobsets: WatchCache[JobSet],
+        *,
+        timeout_seconds: float = 30.0,
+    ) -> None:
+        self.nodes = nodes
+        self.pods = pods
+        self.jobsets = jobsets
+        self.timeout_seconds = timeout_seconds
+        self._pending: list[_Expectation] = []
+
+    def expect(self, results: list[ApplyResult], now: float) -> None:
+        """Remember the writes that succeeded (monotonic ``now``), adding to those still pending."""
+        deadline = now + self.timeout_seconds
+        self._pending.extend(
+            e for r in results if r.outcome is Outcome.APPLIED for e in self._for(r, deadline)
+        )
+
+    def pending(self, now: float) -> list[str]:
+        """Writes not yet visible (and not timed out)."""
+        self._pending = [e for e in self._pending if now < e.deadline and not e.met()]
+        return [e.describe for e in self._pending]
+
+    def hold(self, actions: Sequence[Action], now: float) -> tuple[tuple[Action, ...], list[Action]]:
+        """(actions to apply now, actions held back by pending expectations on what they touch).
+
+        An Event is held with the writes it reports, so none is sent for a held write."""
+        self.pending(now)
+        blocked = frozenset().union(*(e.scope for e in self._pending)) if self._pending else frozenset()
+        if not blocked:
+            return tuple(actions), []
+        held_ids: set[int] = set()
+        for a in actions:
+            if not isinstance(a, EmitEvent) and scope(a) & blocked:
+                held_ids.add(id(a))
+        for a in actions:
+            if isinstance(a, EmitEvent) and any(id(r) in held_ids for r in reported_by(a, actions)):
+                held_ids.add(id(a))
+        go = tuple(a for a in actions if id(a) not in held_ids)
+        return go, [a for a in actions if id(a) in held_ids]
+
+    def _for(self, r: ApplyResult, deadline: float) -> list[_Expectation]:
+        a = r.action
+        s = scope(a)
+        match a:
+            case PatchNode():
+                return [_Expectation(f"node {a.node}", s, deadline, partial(self._node_matches, a))]
+            case AnnotateJobSet():
+                return [_Expectation(f"jobset {a.key}", s, deadline, partial(self._jobset_matches, a))]
+            case EvictPod():
+                return [
+                    _Expectation(
+                        f"pod {a.key} terminating", s, deadline, partial(self._pod_leaving, a.key, a.uid)
+                    )
+                ]
+            case ForceDeletePod():
+                return [_Expectation(f"pod {a.key} gone", s, deadline, partial(self._pod_gone, a.key, a.uid))]
+        return []
+
+    def _node_matches(self, a: PatchNode) -> bool:
+        record = self.nodes.get(a.node)
+        if record is None:
+            return True
+        node = record.node
+        keys = {t.key for t in node.taints}
+        return (
+            all(t.key in keys for t in a.add_taints)
+            and not any(key in keys for key in a.remove_taints)
+            and all(node.annotations.get(key) == v for key, v in a.set_annotations)
+            and not any(key in node.annotations for key in a.remove_annotations)
+        )
+
+    def _jobset_matches(self, a: AnnotateJobSet) -> bool:
+        js = self.jobsets.get(a.key)
+        if js is None or js.uid != a.uid:
+            return True
+        return all(js.annotations.get(key) == v for key, v in a.annotations)
+
+    def _pod_leaving(self, key: str, uid: str) -> bool:
+        pod = self.pods.get(key)
+        return pod is None or pod.uid != uid or pod.terminating
+
+    def _pod_gone(self, key: str, uid: str) -> bool:
+        pod = self.pods.get(key)
+        return pod is None or pod.uid != uid
+
+
+# --- the loop -------------------------------------------------------------------------------------
 BATCH_BUDGET_MIN_SECONDS = 1.0
 """A batch writes for at most ``max(this, reconcile_interval_seconds)``, then the loop decides
 again at once: a pool that fails during a long backlog is decided within that, not after it."""
@@ -59,6 +226,8 @@ cheap. The pod and JobSet caches keep the reflector's backoff alone."""
 
 
 class Controller:
+    """One replica's loop: every replica watches and decides; only the leader's decisions are applied."""
+
     def __init__(
         self,
         api: KubeApi,
@@ -71,20 +240,29 @@ class Controller:
         evidence: Evidence | None = None,
         resetter: VmResetter | None = None,
     ) -> None:
-        rt = config.runtime
-        self.evidence = evidence
-        """Compute Engine answers for suspect nodes (with ``compute_corroboration`` on)."""
-        self.resetter = resetter
-        """Compute Engine resets of silent VMs (with ``reset_silent_vms`` on as well)."""
-        if evidence is not None and resetter is not None:
-            evidence.pending_reset = resetter.pending
         self.config = config
         self.metrics = metrics if metrics is not None else Metrics()
         self.leader = leader
         self.clock = clock
         self.wake = threading.Event()
+        """Reconcile now: set by every cache change but the node Leases', and after a deferred batch."""
         self.stopping = threading.Event()
         self.threads: list[threading.Thread] = []
+        self._build_caches(api)
+        self._build_writers(api, identity)
+        self._use_compute_engine(evidence, resetter)
+        self.last_loop = time.monotonic()
+        self._last_dry_run: tuple[Action, ...] = ()
+        self._was_held = False
+        self.memory: PoolMemory | None = None
+        """The last applied decision's pool memory: keeps a recreated pool's state while this process
+        leads. Not persisted: a restarted controller or a new leader rebuilds from node annotations."""
+        self.metrics.dry_run.set(1 if config.runtime.dry_run else 0)
+
+    def _build_caches(self, api: KubeApi) -> None:
+        """The reflectors the snapshot is built from: nodes, pods, JobSets and their Jobs, and node
+        Leases with ``lease_stale_seconds`` on. The node caches retry quickly once stale."""
+        rt = self.config.runtime
         stale_retry = min(STALE_NODE_RETRY_MAX_SECONDS, rt.reconcile_interval_seconds)
         self.nodes: WatchCache[NodeRecord] = WatchCache(
             api,
@@ -126,7 +304,7 @@ class Controller:
         """Node heartbeats, only with ``lease_stale_seconds`` on. No wake-up on their events: every
         kubelet renews every 10 s, and a stale Lease is one that does not change, which the periodic
         reconcile finds."""
-        if config.settings.lease_stale_seconds > 0:
+        if self.config.settings.lease_stale_seconds > 0:
             self.leases = WatchCache(
                 api,
                 Resource("leases", namespace=k.NODE_LEASE_NAMESPACE),
@@ -136,22 +314,27 @@ class Controller:
                 stale_retry_seconds=stale_retry,
             )
         self.lease_observations = LeaseObservations()
+
+    def _build_writers(self, api: KubeApi, identity: str) -> None:
+        """The applier, whose every write passes :meth:`may_write` and the elector's write budget,
+        and the expectations its writes leave until the caches show them."""
         self.applier = Applier(
             api,
             identity=identity,
-            node_event_namespace=rt.node_event_namespace,
-            clock=clock,
+            node_event_namespace=self.config.runtime.node_event_namespace,
+            clock=self.clock,
             may_write=self.may_write,
-            write_budget=None if leader is None else leader.write_budget,
+            write_budget=None if self.leader is None else self.leader.write_budget,
         )
         self.expectations = Expectations(self.nodes, self.pods, self.jobsets)
-        self.last_loop = time.monotonic()
-        self._last_dry_run: tuple[Action, ...] = ()
-        self._was_held = False
-        self.memory: PoolMemory | None = None
-        """The last applied decision's pool memory: keeps a recreated pool's state while this process
-        leads. Not persisted: a restarted controller or a new leader rebuilds from node annotations."""
-        self.metrics.dry_run.set(1 if rt.dry_run else 0)
+
+    def _use_compute_engine(self, evidence: Evidence | None, resetter: VmResetter | None) -> None:
+        self.evidence = evidence
+        """Compute Engine answers for suspect nodes (with ``compute_corroboration`` on)."""
+        self.resetter = resetter
+        """Compute Engine resets of silent VMs (with ``reset_silent_vms`` on as well)."""
+        if evidence is not None and resetter is not None:
+            evidence.pending_reset = resetter.pending
 
     @property
     def caches(self) -> tuple[WatchCache[Any], ...]:
@@ -164,7 +347,7 @@ class Controller:
         return all(c.synced for c in self.caches)
 
     def may_write(self) -> bool:
-        """The fence for each write: not stopping, and (with election) the lease held with margin."""
+        """The check before each write: not stopping, and (with election) the lease held with margin."""
         if self.stopping.is_set():
             return False
         return self.leader is None or self.leader.may_write()
@@ -365,8 +548,8 @@ class Controller:
     def run(self, stop: threading.Event) -> None:
         """Reconcile on watch events (debounced) and at least every reconcile interval.
 
-        ``stop`` (SIGTERM) ends deciding: the write in flight returns, no further write passes the
-        fence, and the loop returns so the caller can release the lease."""
+        ``stop`` (SIGTERM) ends deciding: the write in flight returns, no further write passes
+        :meth:`may_write`, and the loop returns so the caller can release the lease."""
         rt = self.config.runtime
         self.stopping = stop
         while not stop.is_set():

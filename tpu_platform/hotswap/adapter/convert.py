@@ -1,10 +1,11 @@
 """Raw API objects (dicts) -> the core's snapshot types. Pure functions that never raise.
 
-Missing fields take their defaults. Values a tenant can write (JobSet annotations, labels, node
-selectors, replica counts, restart limits; a hand-made pod's labels and owner references) are parsed
-by :mod:`tpu_platform.hotswap.core.inputs`: a refused value marks the object with a
-:class:`~tpu_platform.hotswap.core.inputs.Rejection`, so the core leaves it alone and the adapter
-reports it, instead of one object stopping every decision.
+A wrong type reads as empty and a missing field takes its default. Values a tenant can write are
+parsed within bounds by :mod:`tpu_platform.hotswap.core.screening`: a refused value marks the object with
+a :class:`~tpu_platform.hotswap.core.model.Rejection`, so the core leaves it alone and the adapter
+reports it, instead of one object stopping every decision. The links of the JobSet -> Job -> Pod
+ownership chain are read here too; the core decides membership from them. Design notes:
+docs/hotswap-adapter.md, "convert".
 """
 
 from __future__ import annotations
@@ -14,34 +15,68 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from tpu_platform.hotswap.adapter.compute import parse_provider_id
-from tpu_platform.hotswap.adapter.json_fields import as_list as _list
-from tpu_platform.hotswap.adapter.json_fields import as_map as _map
-from tpu_platform.hotswap.adapter.json_fields import as_maps as _maps
-from tpu_platform.hotswap.adapter.json_fields import as_str as _str
-from tpu_platform.hotswap.adapter.json_fields import as_strs as _strs
-from tpu_platform.hotswap.adapter.json_fields import as_time as _time
-from tpu_platform.hotswap.adapter.json_fields import metadata as _meta
-from tpu_platform.hotswap.adapter.owners import JOB_API_VERSION, child_job_names, controller_ref
+from tpu_platform.hotswap.adapter.client import JOBSET_GROUP, JOBSET_VERSION
+from tpu_platform.hotswap.adapter.compute_engine import parse_provider_id
 from tpu_platform.hotswap.core import constants as k
-from tpu_platform.hotswap.core import inputs
-from tpu_platform.hotswap.core.inputs import InputError, Rejection
+from tpu_platform.hotswap.core import screening as inputs
 from tpu_platform.hotswap.core.model import (
+    ChildJob,
     Condition,
     JobSet,
     Node,
     NodePool,
     Pod,
+    Rejection,
     Taint,
     Termination,
     topology_chips,
 )
-from tpu_platform.hotswap.core.timeutil import parse_time
+from tpu_platform.hotswap.core.screening import InputError
+from tpu_platform.hotswap.core.times import parse_time
 from tpu_platform.hotswap.core.workload_signals import MAX_MESSAGE_CHARS, MAX_REASON_CHARS, MAX_TERMINATIONS
 
 JSON = Mapping[str, Any]
 _INSTANCE_CHIPS = re.compile(r"-(\d{1,3})t$")
 MAX_CHIPS_PER_NODE = 64
+JOB_API_VERSION = "batch/v1"
+"""The Job controller's owner reference on a pod: kind ``Job`` of ``batch/v1``."""
+JOBSET_API_VERSION = f"{JOBSET_GROUP}/{JOBSET_VERSION}"
+"""The JobSet controller's owner reference on a Job: kind ``JobSet`` of this version."""
+MAX_CHILD_JOBS = 4096
+"""Child Job names kept per JobSet: far beyond a TPU JobSet's replicas, bounded against a hostile
+replica count."""
+_MAX_NAME = 253
+
+
+# --- total accessors: a wrong type reads as empty, nothing raises ---------------------------------
+def _map(value: Any) -> JSON:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list | tuple) else []
+
+
+def _maps(value: Any) -> list[JSON]:
+    return [v for v in _list(value) if isinstance(v, Mapping)]
+
+
+def _str(value: Any, default: str = "") -> str:
+    return value if isinstance(value, str) else default
+
+
+def _time(value: Any) -> float | None:
+    return parse_time(value) if isinstance(value, str) else None
+
+
+def _meta(obj: JSON) -> JSON:
+    return _map(obj.get("metadata")) if isinstance(obj, Mapping) else {}
+
+
+def _strs(value: Any) -> dict[str, str]:
+    if not isinstance(value, Mapping):
+        return {}
+    return {str(key): str(v) for key, v in value.items()}
 
 
 def object_key(obj: JSON) -> str:
@@ -256,6 +291,53 @@ def _terminations(status: JSON) -> tuple[Termination, ...]:
             )
             break
     return tuple(out[:MAX_TERMINATIONS])
+
+
+# --- ownership links: JobSet -> Job -> Pod --------------------------------------------------------
+def controller_ref(meta: JSON, kind: str, api_version: str) -> tuple[str, str]:
+    """(name, UID) of the controller owner reference of ``kind`` and ``api_version``, or ('', '').
+    At most one reference is the controller (the API server refuses a second: apimachinery v0.34
+    ``pkg/api/validation/objectmeta.go``, "Only one reference can have Controller set to true")."""
+    for ref in _maps(meta.get("ownerReferences")):
+        if ref.get("controller") is True and ref.get("kind") == kind and ref.get("apiVersion") == api_version:
+            name, uid = _str(ref.get("name")), _str(ref.get("uid"))
+            if 0 < len(name) <= _MAX_NAME and 0 < len(uid) <= _MAX_NAME:
+                return name, uid
+    return "", ""
+
+
+def child_job_names(jobset: str, spec: JSON) -> frozenset[str]:
+    """The Jobs the JobSet controller creates: for each replicated Job ``r`` and index ``i`` below
+    its replicas (default 1), ``<jobset>-<r>-<i>`` (JobSet v0.12.0 ``pkg/util/placement/placement.go``,
+    ``GenJobName``; ``pkg/controllers/jobset_controller.go``, ``constructJobsFromTemplate``: one per
+    ``jobIdx < rjob.Replicas``)."""
+    names: list[str] = []
+    for rj in _maps(spec.get("replicatedJobs")):
+        rj_name = _str(rj.get("name"))
+        if not rj_name:
+            continue
+        try:
+            replicas = inputs.integer(
+                rj.get("replicas"), reason="replicas", low=0, high=MAX_CHILD_JOBS, default=1
+            )
+        except InputError:
+            continue
+        for i in range(min(replicas, MAX_CHILD_JOBS - len(names))):
+            names.append(f"{jobset}-{rj_name}-{i}")
+    return frozenset(names)
+
+
+def job_from_api(obj: JSON) -> ChildJob:
+    """A Job and the JobSet that controls it (('', '') when none does)."""
+    meta = _meta(obj)
+    jobset, jobset_uid = controller_ref(meta, "JobSet", JOBSET_API_VERSION)
+    return ChildJob(
+        namespace=_str(meta.get("namespace")),
+        name=_str(meta.get("name")),
+        uid=_str(meta.get("uid")),
+        jobset=jobset,
+        jobset_uid=jobset_uid,
+    )
 
 
 def pod_from_api(obj: JSON) -> Pod:

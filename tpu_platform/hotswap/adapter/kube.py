@@ -1,36 +1,11 @@
-""":class:`KubeApi` on the official ``kubernetes`` client (37.0.2).
+""":class:`~tpu_platform.hotswap.adapter.client.KubeApi` on the official ``kubernetes`` client (37.0.2).
 
-Requests go through the client's ApiClient (configuration, TLS, token refresh) but with raw JSON
-bodies and explicit content types, so what is sent is exactly what :mod:`tpu_platform.hotswap.adapter.applier`
-built: no model round-trips (which would, e.g., drop the fraction of a MicroTime).
-
-Transport rules:
-
-- Every failure is one :class:`~tpu_platform.hotswap.adapter.api.ApiError`: an HTTP status with
-  its Status reason, Retry-After and causes; or status 0 for anything without a usable reply
-  (urllib3 ``MaxRetryError``/``ReadTimeoutError``/``ProtocolError``, refused or reset sockets,
-  TLS errors, timeouts, a body that is not JSON). Nothing else escapes.
-- No hidden retries: urllib3's default ``Retry(3)`` would retry refused connections and sleep out
-  a 429's Retry-After inside the call, past the leader's renew deadline. ``retries=False``, and
-  the callers own retrying (per-item backoff, the elector's retry period, the reflector).
-- One ApiClient, one urllib3 pool: every response is read to the end and the connection returned
-  to the pool, so writes reuse connections instead of opening one each.
-- TCP keepalive: client-go dials with a 30 s keepalive (``k8s.io/client-go/transport/cache.go``),
-  which Linux turns into 30 s idle + 9 probes 15 s apart, ~5 min to notice a dead peer. Here idle
-  15 s, 5 s interval, 3 probes (:data:`KEEPALIVE`): a silently dropped watch connection fails
-  within 30 s, inside the lease duration.
-- Timeouts: connect 5 s, read 15 s for plain requests (:data:`REQUEST_TIMEOUT`), so one stuck call
-  cannot hold the control loop; a watch reads for its ``timeoutSeconds`` + 30 s, and keepalive
-  covers a dead connection in between.
-- A client-side token bucket (:mod:`~tpu_platform.hotswap.adapter.ratelimit`) before every request.
-- Writes (patch, eviction, delete, Event; not the Lease, whose updates are the renewals) made
-  inside :func:`~tpu_platform.hotswap.adapter.write_fence.fenced` are fenced again *after* the
-  token bucket, as they are sent: refused (``WriteFenced``, nothing sent) when the lease budget
-  says no write may start, else sent with one total timeout ``min(budget, read timeout)``
-  (urllib3 ``Timeout(total=...)``: connect and send within it, each read within what is left of
-  it) and the same value as the ``timeout`` query parameter, which kube-apiserver makes the
-  request's deadline (apiserver ``endpoints/filters/request_deadline.go``, capped by
-  ``--request-timeout``, 60 s), as client-go's ``Request.Timeout`` does (``rest/request.go``).
+Raw JSON bodies with explicit content types through the client's ApiClient (configuration, TLS, token
+refresh), so what is sent is exactly what the applier built. Every failure is one
+:class:`~tpu_platform.hotswap.adapter.client.ApiError`; no hidden retries; one connection pool with
+TCP keepalive and bounded timeouts; the token bucket before every request, and a budgeted write
+checked again after it and sent with the budget as its timeout. Design notes: docs/hotswap-adapter.md,
+"kube".
 """
 
 from __future__ import annotations
@@ -45,16 +20,16 @@ from kubernetes import client, config
 from kubernetes.config.config_exception import ConfigException
 from kubernetes.utils.keepalive import tcp_keepalive_socket_options
 
-from tpu_platform.hotswap.adapter.api import (
+from tpu_platform.hotswap.adapter.client import (
     JOBSET_GROUP,
     JOBSET_VERSION,
     JSON,
     TRANSPORT,
     ApiError,
     Resource,
+    TokenBucket,
+    write_timeout,
 )
-from tpu_platform.hotswap.adapter.ratelimit import TokenBucket
-from tpu_platform.hotswap.adapter.write_fence import write_timeout
 
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -166,7 +141,7 @@ class KubernetesApi:
 
     @property
     def write_timeout_cap(self) -> float:
-        """The longest total timeout of a fenced write: the read timeout (the longest any request
+        """The longest total timeout of a budgeted write: the read timeout (the longest any request
         waits for its answer)."""
         t = self.request_timeout
         return float(t) if isinstance(t, int | float) else float(t[1])
@@ -196,8 +171,9 @@ class KubernetesApi:
     ) -> Any:
         """One request; returns the parsed JSON body (or, with ``stream``, the open response).
 
-        A ``write`` inside a write fence is checked again here, after the rate limiter, and carries
-        the lease's budget as its timeout (raises ``WriteFenced``, sending nothing, if none is left)."""
+        A ``write`` inside :func:`~tpu_platform.hotswap.adapter.client.budgeted` is checked again
+        here, after the rate limiter, and carries the lease's budget as its timeout (raises
+        ``OutOfBudget``, sending nothing, if none is left)."""
         self.limiter.take()
         if write:
             budget = write_timeout(self.write_timeout_cap)

@@ -12,10 +12,25 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from tpu_platform.hotswap.adapter import jsonlog
-from tpu_platform.hotswap.adapter.config import CONFIG_ENV, DEFAULT_CONFIG_PATH, Config, load_config
+from tpu_platform.hotswap.adapter.config import (
+    CONFIG_ENV,
+    DEFAULT_CONFIG_PATH,
+    Config,
+    RuntimeConfig,
+    load_config,
+)
 from tpu_platform.hotswap.core.settings import SettingsError
+
+if TYPE_CHECKING:  # the I/O modules are imported when the process starts, not by the CLI's parse
+    from tpu_platform.hotswap.adapter.compute_engine import Evidence, VmResetter
+    from tpu_platform.hotswap.adapter.controller import Controller
+    from tpu_platform.hotswap.adapter.elector import LeaderElector
+    from tpu_platform.hotswap.adapter.kube import KubernetesApi
+    from tpu_platform.hotswap.adapter.metrics import Metrics
+    from tpu_platform.hotswap.adapter.probes import ProbeServer
 
 log = logging.getLogger("hotswap")
 
@@ -94,13 +109,10 @@ def run(cfg: Config, *, identity: str, kubeconfig: str | None) -> int:
     Order on the way out: stop deciding, let the write in flight return (the loop returns after
     it), stop the elector thread, then release the lease, once."""
     from kubernetes.config.config_exception import ConfigException
-    from prometheus_client import start_http_server
 
     from tpu_platform.hotswap.adapter.controller import Controller
     from tpu_platform.hotswap.adapter.kube import KubernetesApi
-    from tpu_platform.hotswap.adapter.leader import LeaderElector
     from tpu_platform.hotswap.adapter.metrics import Metrics
-    from tpu_platform.hotswap.adapter.probes import ProbeServer
 
     rt = cfg.runtime
     threading.excepthook = _log_thread_death
@@ -114,62 +126,19 @@ def run(cfg: Config, *, identity: str, kubeconfig: str | None) -> int:
         log.error("no cluster to talk to", extra={"fields": {"error": str(err), "kubeconfig": kubeconfig}})
         return 1
     stop = threading.Event()
+    leader = _elector(lease_api, cfg, identity, metrics, stop)
+    evidence, resetter = _compute_engine(cfg, metrics)
+    controller = Controller(
+        api, cfg, identity=identity, metrics=metrics, leader=leader, evidence=evidence, resetter=resetter
+    )
+    probes = _serve(rt, metrics, controller)
+    if probes is None:
+        return 2
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         log.info("stopping", extra={"fields": {"signal": signum}})
         stop.set()
 
-    leader = LeaderElector(
-        lease_api,
-        namespace=rt.effective_lease_namespace(),
-        name=rt.lease_name,
-        identity=identity,
-        lease_duration=rt.lease_duration_seconds,
-        renew_deadline=rt.renew_deadline_seconds,
-        retry_period=rt.retry_period_seconds,
-        on_change=metrics.leadership,
-        on_lost=stop.set,
-    )
-    evidence = None
-    if cfg.settings.compute_corroboration:
-        from tpu_platform.hotswap.adapter.evidence import google_evidence
-
-        evidence = google_evidence(
-            metrics.registry,
-            time.time,
-            max_concurrent=rt.compute_max_concurrent_reads,
-            deadline_s=rt.compute_read_deadline_seconds,
-            reread_s=rt.compute_reread_seconds,
-            max_reads_per_minute=rt.compute_max_reads_per_minute,
-            endpoint=rt.compute_endpoint,
-        )
-    resetter = None
-    if evidence is not None and cfg.settings.reset_silent_vms:
-        from tpu_platform.hotswap.adapter.vm_reset import google_resetter
-
-        resetter = google_resetter(time.time, metrics.registry, endpoint=rt.compute_endpoint)
-    controller = Controller(
-        api, cfg, identity=identity, metrics=metrics, leader=leader, evidence=evidence, resetter=resetter
-    )
-    try:
-        start_http_server(rt.metrics_port, addr=rt.bind_address, registry=metrics.registry)
-        probes = ProbeServer(
-            rt.bind_address, rt.health_port, alive=controller.alive, ready=lambda: controller.synced
-        )
-    except OSError as err:
-        log.error(
-            "cannot listen: is another process using the metrics or probe port?",
-            extra={
-                "fields": {
-                    "metrics_port": rt.metrics_port,
-                    "health_port": rt.health_port,
-                    "bind_address": rt.bind_address,
-                    "error": str(err),
-                    "fix": "free the port, or set runtime.metrics_port / runtime.health_port",
-                }
-            },
-        )
-        return 2
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     probes.start()
@@ -200,3 +169,71 @@ def run(cfg: Config, *, identity: str, kubeconfig: str | None) -> int:
         log.error("exiting after losing the lease", extra={"fields": {"identity": identity}})
         return 1
     return 0
+
+
+def _elector(
+    lease_api: KubernetesApi, cfg: Config, identity: str, metrics: Metrics, stop: threading.Event
+) -> LeaderElector:
+    """The elector on the runtime's Lease; losing the lease stops the process."""
+    from tpu_platform.hotswap.adapter.elector import LeaderElector
+
+    rt = cfg.runtime
+    return LeaderElector(
+        lease_api,
+        namespace=rt.effective_lease_namespace(),
+        name=rt.lease_name,
+        identity=identity,
+        lease_duration=rt.lease_duration_seconds,
+        renew_deadline=rt.renew_deadline_seconds,
+        retry_period=rt.retry_period_seconds,
+        on_change=metrics.leadership,
+        on_lost=stop.set,
+    )
+
+
+def _compute_engine(cfg: Config, metrics: Metrics) -> tuple[Evidence | None, VmResetter | None]:
+    """Compute Engine's reader (with corroboration on) and the VM resetter (with resets on too)."""
+    if not cfg.settings.compute_corroboration:
+        return None, None
+    from tpu_platform.hotswap.adapter.compute_engine import google_evidence, google_resetter
+
+    rt = cfg.runtime
+    evidence = google_evidence(
+        metrics.registry,
+        time.time,
+        max_concurrent=rt.compute_max_concurrent_reads,
+        deadline_s=rt.compute_read_deadline_seconds,
+        reread_s=rt.compute_reread_seconds,
+        max_reads_per_minute=rt.compute_max_reads_per_minute,
+        endpoint=rt.compute_endpoint,
+    )
+    if evidence is None or not cfg.settings.reset_silent_vms:
+        return evidence, None
+    return evidence, google_resetter(time.time, metrics.registry, endpoint=rt.compute_endpoint)
+
+
+def _serve(rt: RuntimeConfig, metrics: Metrics, controller: Controller) -> ProbeServer | None:
+    """The metrics endpoint and the probes; None (logged with the fix) when a port is taken."""
+    from prometheus_client import start_http_server
+
+    from tpu_platform.hotswap.adapter.probes import ProbeServer
+
+    try:
+        start_http_server(rt.metrics_port, addr=rt.bind_address, registry=metrics.registry)
+        return ProbeServer(
+            rt.bind_address, rt.health_port, alive=controller.alive, ready=lambda: controller.synced
+        )
+    except OSError as err:
+        log.error(
+            "cannot listen: is another process using the metrics or probe port?",
+            extra={
+                "fields": {
+                    "metrics_port": rt.metrics_port,
+                    "health_port": rt.health_port,
+                    "bind_address": rt.bind_address,
+                    "error": str(err),
+                    "fix": "free the port, or set runtime.metrics_port / runtime.health_port",
+                }
+            },
+        )
+        return None

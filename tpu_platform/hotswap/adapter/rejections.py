@@ -1,12 +1,9 @@
 """Report objects the core left alone because of a refused value: a warning Event on each, and
 ``hotswap_rejected_inputs_total{kind,reason}``.
 
-The core lists every refused object in every decision (it is pure and keeps no state), so the
-reporter keeps what it already reported: each refusal counts once in the metric while it lasts, and
-its Event is repeated at most every :data:`REPEAT_SECONDS` (a new leader, or an Event lost with a
-failed write, reports it again within that time). A refusal that goes away and comes back counts
-again. ``reason`` comes from a fixed set of codes (``tpu_platform.hotswap.core.inputs``), so the
-metric's cardinality stays bounded whatever tenants write.
+The core lists every refusal in every decision, so the reporter remembers what it reported: each
+refusal counts once while it lasts, and its Event is repeated at most every :data:`REPEAT_SECONDS`.
+Design notes: docs/hotswap-adapter.md, "rejections".
 """
 
 from __future__ import annotations
@@ -18,7 +15,7 @@ from dataclasses import replace
 from prometheus_client import CollectorRegistry, Counter
 
 from tpu_platform.hotswap.core.actions import EmitEvent, sort_actions
-from tpu_platform.hotswap.core.inputs import Rejection
+from tpu_platform.hotswap.core.model import Rejection
 from tpu_platform.hotswap.core.reconcile import Decision
 
 REPEAT_SECONDS = 600.0

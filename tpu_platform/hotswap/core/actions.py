@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from tpu_platform.hotswap.core.model import JobSet, Pod, Taint
+from tpu_platform.hotswap.core.constants import Taint
+from tpu_platform.hotswap.core.model import JobSet, Pod
 
 
 class EvictionCause(StrEnum):
@@ -90,7 +91,7 @@ class ForceDeletePod:
 @dataclass(frozen=True, slots=True)
 class ResetVm:
     """Hard-reset the VM behind a suspect node of a declared pool (Compute Engine ``instances.reset``):
-    the fence that lets its pods be force-deleted (``core/fencing.py``)."""
+    the reset that lets its pods be force-deleted (``core/vm_evidence.py``)."""
 
     node: str
     pool: str

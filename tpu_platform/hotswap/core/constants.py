@@ -1,4 +1,4 @@
-"""Label, annotation and taint keys: the controller's contract with the cluster.
+"""Label, annotation and taint keys, and the taint record: the controller's contract with the cluster.
 
 Everything the controller writes lives under the ``tpu-platform.dev/`` prefix so that its state can be
 rebuilt from the cluster alone (a restarted or newly elected controller reads it back).
@@ -6,9 +6,20 @@ rebuilt from the cluster alone (a restarted or newly elected controller reads it
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Final
 
-from tpu_platform.hotswap.core.taint import Taint
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    """A node taint, as the controller reads and writes it (here so constants can name taints)."""
+
+    key: str
+    effect: str = "NoSchedule"
+    value: str = ""
+    time_added: float | None = None
+    """Only NoExecute taints carry it in Kubernetes."""
+
 
 DOMAIN: Final = "tpu-platform.dev"
 

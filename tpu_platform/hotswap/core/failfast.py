@@ -1,15 +1,9 @@
 """Fail fast on unhealthy pools and clear pods stuck Terminating on dead nodes.
 
-Without these, JobSet notices a broken slice only when the pods are evicted after the 300 s
-not-ready/unreachable toleration, and BlockingRecreate then waits for pods that a dead kubelet will
-never finish terminating (jobset #576) until GKE repairs the node (~10 min).
-
-Why force-delete rather than the ``node.kubernetes.io/out-of-service`` taint: that taint makes
-kube-controller-manager force-delete *every* pod on the node (and detach volumes), including workloads
-the controller must not touch, and it has to be removed by hand once the node is back. Force-deleting
-only the managed pods, only on nodes whose VM Compute Engine confirms down (or, opted in with
-``force_delete_unconfirmed``, NotReady/unreachable for ``dead_node_confirm_seconds``), is the narrower
-tool.
+Managed pods on a declared pool are evicted at once, so JobSet restarts without waiting for the 300 s
+toleration; managed pods stuck Terminating are force-deleted only on nodes whose VM is confirmed down
+(or, opted in, NotReady long enough). Why not the out-of-service taint: docs/hotswap-core.md,
+"failfast.py".
 """
 
 from __future__ import annotations
@@ -18,11 +12,11 @@ from collections.abc import Iterable, Mapping
 from itertools import chain
 
 from tpu_platform.hotswap.core.actions import EmitEvent, EvictionCause, EvictPod, ForceDeletePod
-from tpu_platform.hotswap.core.corroboration import confirmed_down, known_running
-from tpu_platform.hotswap.core.health import PoolState, PoolStatus, node_dead_since
 from tpu_platform.hotswap.core.index import ClusterIndex
 from tpu_platform.hotswap.core.model import Node, Pod
+from tpu_platform.hotswap.core.pool_health import PoolState, PoolStatus, node_dead_since
 from tpu_platform.hotswap.core.settings import Settings
+from tpu_platform.hotswap.core.vm_evidence import confirmed_down, known_running
 
 
 def fail_fast(
@@ -71,7 +65,7 @@ def clear_stuck(
     idx: ClusterIndex, settings: Settings, now: float, evicting: Iterable[Pod] = ()
 ) -> tuple[list[ForceDeletePod], list[EmitEvent]]:
     """Force-delete managed pods stuck Terminating on nodes NotReady/unreachable past confirmation, or
-    on suspect nodes whose VM Compute Engine confirms is not running (``corroboration``).
+    on suspect nodes whose VM Compute Engine confirms is not running (:mod:`.vm_evidence`).
 
         ``evicting`` are pods evicted in this same reconcile: on a confirmed-dead node they would be stuck
         the moment the eviction lands, so they are force-deleted right after it. The eviction comes first

@@ -4,28 +4,29 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tpu_platform.hotswap.core.health import ProblemDetector
-from tpu_platform.hotswap.core.inputs import Rejection
-from tpu_platform.hotswap.core.model import JobSet, Node, NodePool, Pod, Snapshot, is_managed
-from tpu_platform.hotswap.core.screen import as_occupant, jobset_rejection, pod_rejection
-from tpu_platform.hotswap.core.settings import Settings
-from tpu_platform.hotswap.core.time_bounds import (
+from tpu_platform.hotswap.core.model import JobSet, Node, NodePool, Pod, Rejection, Snapshot, is_managed
+from tpu_platform.hotswap.core.pool_health import ProblemDetector
+from tpu_platform.hotswap.core.screening import (
+    as_occupant,
     bounded_jobset,
     bounded_pod,
+    jobset_rejection,
     node_rejections,
+    pod_rejection,
     termination_rejections,
 )
+from tpu_platform.hotswap.core.settings import Settings
 
 
 class ClusterIndex:
     """Snapshot grouped by pool and by JobSet. Only pools of managed accelerators are indexed.
 
-    Refused objects (:mod:`tpu_platform.hotswap.core.screen`) are listed in ``rejected``: a refused
+    Refused objects (:mod:`tpu_platform.hotswap.core.screening`) are listed in ``rejected``: a refused
     JobSet is not indexed, and a refused pod, or one whose ``jobset_uid`` is not its JobSet's UID,
     belongs to no JobSet (it still occupies its node). Which JobSet a pod belongs to is the ownership
     chain's to say (:mod:`tpu_platform.hotswap.core.ownership`, applied by the controller). Times
     beyond now + clock skew are refused
-    (:mod:`tpu_platform.hotswap.core.time_bounds`): on pods and JobSets the indexed copies carry the
+    (:mod:`tpu_platform.hotswap.core.screening`): on pods and JobSets the indexed copies carry the
     bounded times; those on nodes are left out by the health rules; each is listed in ``rejected``.
     """
 

@@ -1,50 +1,10 @@
 """Maintenance-aware moves: managed work leaves a slice before its scheduled maintenance, at a
 checkpoint the workload was asked for, instead of being drained by GKE when the window opens.
 
-What GKE and Compute Engine provide (upstream, as documented):
-
-- GPU and TPU VMs do not live-migrate: a host maintenance event terminates the VM, and with it the
-  whole multi-host slice (https://cloud.google.com/kubernetes-engine/docs/concepts/handle-disruption-gpu-tpu).
-  These host events bypass GKE maintenance windows and maintenance exclusions (same page), so an
-  exclusion cannot postpone them.
-- Before the event, GKE (1.31.1-gke.2008000 and later for GPU/TPU machine types) labels the node
-  ``cloud.google.com/scheduled-maintenance-time`` with the window's start
-  (https://cloud.google.com/kubernetes-engine/docs/how-to/view-maintenance-events). A label value
-  cannot hold an RFC 3339 time (no ``:``), and the value is Unix epoch seconds, as
-  ``kubectl get nodes -L cloud.google.com/scheduled-maintenance-time`` shows. SCHEDULED maintenance
-  comes with seven days' notice, UNSCHEDULED with less (Compute Engine's ``UpcomingMaintenance``:
-  ``windowStartTime``, ``latestWindowStartTime``, ``canReschedule``;
-  https://cloud.google.com/tpu/docs/view-maintenance-notifications,
-  https://cloud.google.com/compute/docs/reference/rest/v1/instances).
-- When the window starts GKE sets ``cloud.google.com/active-node-maintenance=ONGOING`` and drains the
-  node (graceful termination, up to 60 min for TPU pods); ``core/health.py`` treats both as problems.
-- Maintenance can be started early by hand (``gcloud compute instances perform-maintenance``; for
-  GKE v6e multi-host node pools of 2x4 and larger, https://cloud.google.com/tpu/docs/manually-start-maintenance)
-  or by GKE's opportunistic maintenance on idle nodes (``HostMaintenancePolicy.
-  OpportunisticMaintenanceStrategy``: ``nodeIdleTimeWindow``, ``maintenanceAvailabilityWindow``,
-  ``minNodesPerPool``; https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1beta1/HostMaintenancePolicy).
-  Leaving the slice free before the window is what lets either of them start sooner.
-
-The protocol, per pool P whose nodes carry the label with window start W (the earliest of them):
-
-1. From ``W - maintenance_move_lead_seconds - maintenance_checkpoint_seconds`` the controller writes on
-   every managed JobSet running on P: ``checkpoint-requested-at`` (now), ``checkpoint-deadline``
-   (``W - maintenance_move_lead_seconds``), ``checkpoint-request-reason`` and ``checkpoint-request-pools``.
-   A request made earlier than that (for an earlier window), or naming other pools (the JobSet has
-   moved since), does not count and is made again.
-2. The workload writes ``checkpoint-completed-at`` once its checkpoint is durable. A value that does
-   not parse, that is before the request or in the future (beyond 2 s of clock skew) is ignored.
-3. Once every managed JobSet on P has answered, or at the deadline, P gets a problem
-   (:data:`MOVE_REASON`) that needs no T_bad confirmation (it is the controller's own signal, not a
-   transient one): P is declared unhealthy and tainted, its managed pods are failed fast, and the
-   JobSets restart elsewhere through the usual preemption path. P stays declared until its
-   maintenance is over (active-node-maintenance gone, nodes Ready, then T_good), so nothing lands on
-   it in between. Pools that carry no managed work are tainted at the deadline.
-4. A slice whose window starts within ``maintenance_avoid_seconds`` is no victim's slice for a
-   preemption (the beneficiary would be moved again before it ran a useful interval).
-
-Everything is read back from the cluster (node labels, the JobSet's annotations, the pool's taint),
-so a restarted controller continues where the last one stopped, and ``decide(after).actions == ()``.
+From GKE's ``scheduled-maintenance-time`` label the controller asks each managed JobSet on the pool
+for a checkpoint, then declares the pool (moving the work) once all answered or at the deadline.
+Everything is read back from the cluster. The protocol and its sources: docs/hotswap-core.md,
+"maintenance.py".
 """
 
 from __future__ import annotations
@@ -54,16 +14,16 @@ from dataclasses import dataclass, field
 
 from tpu_platform.hotswap.core import constants as k
 from tpu_platform.hotswap.core.actions import AnnotateJobSet, EmitEvent
-from tpu_platform.hotswap.core.health import PoolStatus, Problem
 from tpu_platform.hotswap.core.index import ClusterIndex
 from tpu_platform.hotswap.core.model import JobSet, Node
+from tpu_platform.hotswap.core.pool_health import PoolStatus, Problem
 from tpu_platform.hotswap.core.settings import Settings
-from tpu_platform.hotswap.core.timeutil import CLOCK_SKEW_SECONDS, format_time, parse_time
+from tpu_platform.hotswap.core.times import CLOCK_SKEW_SECONDS, format_time, parse_time
 
 MOVE_REASON = "maintenance move"
 """Reason of the pool problem that moves the work (``PoolStatus.problems``)."""
-# CLOCK_SKEW_SECONDS (core/timeutil.py): a request or completion later than now by more than this is
-# ignored (core/time_bounds.py reports it), as every time read from the cluster.
+# CLOCK_SKEW_SECONDS (core/times.py): a request or completion later than now by more than this is
+# ignored (core/screening.py reports it), as every time read from the cluster.
 ROUNDING_SECONDS = 1e-3
 """Times round-trip through RFC 3339 with microseconds; a request made exactly at the request time
 must still count after that."""
@@ -72,7 +32,7 @@ MAX_REQUEST_POOLS = 64
 
 def window_start(node: Node) -> float | None:
     """The node's scheduled-maintenance window start (epoch seconds), or None: absent, unparsable,
-    non-finite or outside 1970..9999 (``timeutil.parse_time`` bounds the text to 64 characters)."""
+    non-finite or outside 1970..9999 (``times.parse_time`` bounds the text to 64 characters)."""
     labels = node.labels
     return parse_time(labels.get(k.SCHEDULED_MAINTENANCE_LABEL)) if labels else None
 
@@ -179,7 +139,7 @@ class MaintenancePlan:
 
 
 def plan_maintenance(idx: ClusterIndex, settings: Settings, now: float) -> MaintenancePlan:
-    """Checkpoint requests to write and pools whose move is due (see the module docstring)."""
+    """Checkpoint requests to write and pools whose move is due (docs/hotswap-core.md, "maintenance.py")."""
     plan = MaintenancePlan()
     if not settings.maintenance_moves:
         return plan

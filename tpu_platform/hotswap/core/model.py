@@ -1,4 +1,4 @@
-"""The immutable cluster snapshot the decision core reads.
+"""The immutable cluster snapshot the decision core reads, and the record of a refused value.
 
 Times are float epoch seconds. Mappings are treated as read-only. Only what the decisions need is
 modelled; the adapter (or a simulator) fills these from the cluster.
@@ -6,19 +6,59 @@ modelled; the adapter (or a simulator) fills these from the cluster.
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Final
 
 from tpu_platform.hotswap.core import constants as k
-from tpu_platform.hotswap.core import inputs
-from tpu_platform.hotswap.core.inputs import Rejection
-from tpu_platform.hotswap.core.taint import Taint
+from tpu_platform.hotswap.core.constants import Taint
+
+MAX_TOPOLOGY_DIM: Final = 64
+"""Per dimension of ``cloud.google.com/gke-tpu-topology`` (v6e's largest slice is 16x16)."""
+MAX_TOPOLOGY_CHIPS: Final = 65_536
+TOPOLOGY_PATTERN: Final = re.compile(r"^[1-9][0-9]{0,2}(x[1-9][0-9]{0,2}){1,2}$")
+"""``AxB`` or ``AxBxC``, each dimension at most three digits (bounds checked apart)."""
 
 
 def topology_chips(topology: str) -> int:
     """Chips in a slice topology such as ``"4x4"`` or ``"2x2x1"``; 0 if not a well-formed, bounded
-    topology (:func:`tpu_platform.hotswap.core.inputs.topology`)."""
-    return inputs.topology_chips(topology)
+    topology (each dimension 1..:data:`MAX_TOPOLOGY_DIM`, at most :data:`MAX_TOPOLOGY_CHIPS` chips)."""
+    return _topology_chips(topology) if isinstance(topology, str) else 0
+
+
+@lru_cache(maxsize=1024)
+def _topology_chips(value: str) -> int:
+    """Cached: a fleet has a handful of shapes, read for every JobSet on every reconcile (bounded, so
+    hostile strings cannot grow it)."""
+    if len(value) > 16 or not TOPOLOGY_PATTERN.match(value):
+        return 0
+    dims = [int(d) for d in value.split("x")]
+    if any(d > MAX_TOPOLOGY_DIM for d in dims) or math.prod(dims) > MAX_TOPOLOGY_CHIPS:
+        return 0
+    return math.prod(dims)
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """An object left alone this reconcile because one of its values was refused; or, with
+    ``value_only``, one value of an object ignored while the object is handled as usual."""
+
+    kind: str
+    """``JobSet`` or ``Pod``; ``Node`` too for ``value_only``."""
+    namespace: str
+    name: str
+    uid: str
+    reason: str
+    """Stable code for the metric label, e.g. ``checkpoint-interval``, ``topology``, ``clean-since``."""
+    detail: str
+    """For the warning Event: which field, what was found, what is accepted (and, for ``value_only``,
+    what is done instead)."""
+    value_only: bool = False
+    """Only this value was refused (a time beyond now + clock skew, :mod:`tpu_platform.hotswap.core.
+    screening`): the object is not left alone, the value counts as ``detail`` says."""
 
 
 @dataclass(frozen=True, slots=True)

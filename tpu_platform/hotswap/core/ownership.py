@@ -1,22 +1,7 @@
 """Which JobSet a pod belongs to: only what the ownership chain JobSet -> Job -> Pod proves.
 
-Labels prove nothing: a tenant can put JobSet's ``jobset-name`` and ``jobset-uid`` labels on any pod
-in its namespace, and point a controller owner reference at any Job. The chain the controllers
-themselves write does:
-
-- the JobSet controller creates each child Job named ``<jobset>-<replicatedJob>-<index>`` in the
-  JobSet's namespace with the JobSet as its controller owner (JobSet v0.12.0
-  ``pkg/controllers/jobset_controller.go``: ``constructJob``, ``ctrl.SetControllerReference``;
-  ``pkg/util/placement/placement.go``: ``GenJobName``);
-- the Job controller creates the pods with the Job as their controller owner (kubernetes
-  ``pkg/controller/job/job_controller.go``: ``metav1.NewControllerRef(job, controllerKind)``).
-
-Owner references name an object by UID in the same namespace (kubernetes "Owners and
-Dependents": cross-namespace owner references are disallowed by design), so the chain is checked by
-UID at each link and never leaves the pod's namespace: one team's objects can only ever be counted
-for that team's own JobSets, and only under one of the names the JobSet controller would give a
-child Job. What remains a tenant's to do, an extra pod under its own real Job, is the same as what
-the Job controller does for it, and counts only if it holds TPU chips (:mod:`.index`).
+Labels prove nothing; the chain is checked by UID at each link, within the pod's namespace, and only
+under a child Job name the JobSet controller would give. Sources: docs/hotswap-core.md, "ownership.py".
 """
 
 from __future__ import annotations

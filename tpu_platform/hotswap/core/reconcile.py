@@ -8,11 +8,11 @@ from functools import partial
 
 from tpu_platform.hotswap.core import constants as k
 from tpu_platform.hotswap.core.actions import Action, EmitEvent, EvictPod, sort_actions
-from tpu_platform.hotswap.core.corroboration import confirmation_problems
-from tpu_platform.hotswap.core.draining import still_draining
 from tpu_platform.hotswap.core.failfast import clear_stuck, fail_fast
-from tpu_platform.hotswap.core.fencing import vm_resets
-from tpu_platform.hotswap.core.health import (
+from tpu_platform.hotswap.core.index import ClusterIndex
+from tpu_platform.hotswap.core.maintenance import MaintenancePlan, avoided_pools, plan_maintenance
+from tpu_platform.hotswap.core.model import Pod, Rejection, Snapshot
+from tpu_platform.hotswap.core.pool_health import (
     PoolMemory,
     PoolRecord,
     PoolState,
@@ -20,12 +20,9 @@ from tpu_platform.hotswap.core.health import (
     Problem,
     ProblemDetector,
     assess_pool,
+    still_draining,
 )
-from tpu_platform.hotswap.core.index import ClusterIndex
-from tpu_platform.hotswap.core.inputs import Rejection
-from tpu_platform.hotswap.core.maintenance import avoided_pools, plan_maintenance
-from tpu_platform.hotswap.core.model import Pod, Snapshot
-from tpu_platform.hotswap.core.preemption import Preemption, plan_preemptions
+from tpu_platform.hotswap.core.preemption import Preemption, PreemptionPlan, plan_preemptions
 from tpu_platform.hotswap.core.settings import Settings
 from tpu_platform.hotswap.core.tenancy import (
     TenantLedger,
@@ -34,7 +31,8 @@ from tpu_platform.hotswap.core.tenancy import (
     team_of_namespace,
     tenant_key,
 )
-from tpu_platform.hotswap.core.workload_signals import assess_pool_signals, stored_reports
+from tpu_platform.hotswap.core.vm_evidence import confirmation_problems, vm_resets
+from tpu_platform.hotswap.core.workload_signals import PoolSignals, assess_pool_signals, stored_reports
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,52 +82,113 @@ def decide(
     now = snapshot.now
     idx = ClusterIndex(snapshot, s)
     detector = ProblemDetector(s)
+    maintenance = plan_maintenance(idx, s, now)
+    problems = _node_problems(idx, detector, maintenance, s, now)
+    teams = team_of_namespace(s)
+    ledger = TenantLedger.read(idx.nodes_by_pool, s, now)
+    health = _assess_pools(
+        idx, s, now, detector=detector, problems=problems, previous=previous, teams=teams, ledger=ledger
+    )
+    statuses = health.statuses
+    pools = tuple(statuses[name] for name in sorted(statuses))
+    hold = _mass_outage(idx, problems, s)
+    if hold is not None:
+        # Nothing is written while held, so nothing new is remembered either.
+        return Decision(
+            now,
+            (),
+            pools,
+            held=True,
+            notes=(hold, *health.notes),
+            memory=previous,
+            rejected=tuple(idx.rejected),
+            suspects=tuple(health.suspects),
+        )
+
+    actions = health.actions
+    notes = health.notes
+    notes.extend(maintenance.notes)
+    actions.extend(maintenance.annotations)
+    actions.extend(maintenance.events)
+    disruptions, evictions = _disruptions(idx, statuses, s, now)
+    actions.extend(disruptions)
+    preemptions: tuple[Preemption, ...] = ()
+    if s.preemption:
+        plan = _plan_preemptions(
+            idx, statuses, s, now, evictions=evictions, maintenance=maintenance, ledger=ledger, teams=teams
+        )
+        for e in plan.evictions:
+            evictions.setdefault(e.key, e)
+        actions.extend(plan.annotations)
+        actions.extend(plan.events)
+        preemptions = tuple(plan.preemptions)
+        notes.extend(plan.notes)
+    actions.extend(evictions.values())
+    return Decision(
+        now,
+        sort_actions(actions),
+        pools,
+        preemptions,
+        False,
+        tuple(notes),
+        memory=_memory_after(previous, statuses, health.records, now - s.flap_window_seconds),
+        rejected=tuple(idx.rejected),
+        suspects=tuple(health.suspects),
+    )
+
+
+def _node_problems(
+    idx: ClusterIndex, detector: ProblemDetector, maintenance: MaintenancePlan, s: Settings, now: float
+) -> dict[str, list[Problem]]:
+    """Each node's problems: its own signals, a maintenance move that is due, a VM confirmed down."""
     problems: dict[str, list[Problem]] = {}
     for node in idx.nodes.values():
         found = detector.problems(node, now)
         if found:
             problems[node.name] = found
-    maintenance = plan_maintenance(idx, s, now)
     for name, extra in maintenance.problems.items():
         problems.setdefault(name, []).extend(extra)
     for name, extra in confirmation_problems(idx.nodes.values(), s, now).items():
         problems.setdefault(name, []).extend(extra)
+    return problems
 
-    actions: list[Action] = []
-    statuses: dict[str, PoolStatus] = {}
-    records: dict[str, PoolRecord] = {}
-    notes: list[str] = []
-    suspects: list[str] = []
-    teams = team_of_namespace(s)
-    ledger = TenantLedger.read(idx.nodes_by_pool, s, now)
+
+@dataclass(slots=True)
+class _PoolPass:
+    """Every managed pool's state this reconcile, and the node patches and events that record it."""
+
+    statuses: dict[str, PoolStatus] = field(default_factory=dict)
+    records: dict[str, PoolRecord] = field(default_factory=dict)
+    actions: list[Action] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    suspects: list[str] = field(default_factory=list)
+    """Pools with unconfirmed workload TPU-error reports."""
+
+
+def _assess_pools(
+    idx: ClusterIndex,
+    s: Settings,
+    now: float,
+    *,
+    detector: ProblemDetector,
+    problems: dict[str, list[Problem]],
+    previous: PoolMemory,
+    teams: Mapping[str, str],
+    ledger: TenantLedger,
+) -> _PoolPass:
+    """Each pool's state from its node problems and workload signals, in pool-name order."""
+    out = _PoolPass()
     spares = spare_slices(idx.pools, idx.nodes_by_pool, idx.pods_by_pool, problems)
     spent: set[str] = set()
     for name in sorted(idx.nodes_by_pool):
         nodes = idx.nodes_by_pool[name]
-        shape = (idx.pools[name].accelerator, idx.pools[name].topology)
-        spare = next((p for p in spares.get(shape, ()) if p != name and p not in spent), None)
-        system = next((f"{n.name}: {p.reason}" for n in nodes for p in problems.get(n.name, ())), None)
-        signals = assess_pool_signals(
-            nodes,
-            idx.reporting_by_pool.get(name, ()),
-            idx.pods_by_pool.get(name, ()),
-            stored=stored_reports(nodes),
-            settings=s,
-            now=now,
-            teams=teams,
-            limited=ledger.limited(name),
-            system=system,
-            room=True if spare is not None or ledger.tenants_on(name) else partial(_room, idx, name, teams),
+        signals, declared_by = _workload_signals(
+            idx, name, s, now, problems=problems, teams=teams, ledger=ledger, spares=spares, spent=spent
         )
-        if signals.tenants and not ledger.tenants_on(name) and spare is not None:
-            spent.add(spare)  # the restart's slice
-        if signals.confirmed and not signals.tenants:
-            ledger.forget(name)  # a signal no tenant writes: nobody's word holds the pool out
-        declared_by = ledger.record(name, signals.tenants, now)
         workload_problem = signals.problem()
         if signals.suspect:
-            suspects.append(name)
-            notes.append(f"pool {name} suspect: {signals.why}")
+            out.suspects.append(name)
+            out.notes.append(f"pool {name} suspect: {signals.why}")
         status, patches, record = assess_pool(
             idx.pools[name],
             nodes,
@@ -144,35 +203,70 @@ def decide(
                 k.TENANT_DECLARED_ANNOTATION: declared_by,
             },
         )
-        statuses[name] = status
+        out.statuses[name] = status
         if record is not None:
-            records[name] = record
-        actions.extend(patches)
+            out.records[name] = record
+        out.actions.extend(patches)
         if nodes and (status.declared_now or status.recovered_now):
-            actions.append(_pool_event(status, nodes[0].name, nodes[0].uid, now))
-    pools = tuple(statuses[name] for name in sorted(statuses))
+            out.actions.append(_pool_event(status, nodes[0].name, nodes[0].uid, now))
+    return out
 
+
+def _workload_signals(
+    idx: ClusterIndex,
+    name: str,
+    s: Settings,
+    now: float,
+    *,
+    problems: Mapping[str, Sequence[Problem]],
+    teams: Mapping[str, str],
+    ledger: TenantLedger,
+    spares: Mapping[tuple[str, str], Sequence[str]],
+    spent: set[str],
+) -> tuple[PoolSignals, str | None]:
+    """The pool's workload signals, and the tenant-declared value its nodes must carry. The ledger
+    records the tenants whose word alone takes the pool out; ``spent`` gets the spare slice their
+    restart will take."""
+    nodes = idx.nodes_by_pool[name]
+    shape = (idx.pools[name].accelerator, idx.pools[name].topology)
+    spare = next((p for p in spares.get(shape, ()) if p != name and p not in spent), None)
+    system = next((f"{n.name}: {p.reason}" for n in nodes for p in problems.get(n.name, ())), None)
+    signals = assess_pool_signals(
+        nodes,
+        idx.reporting_by_pool.get(name, ()),
+        idx.pods_by_pool.get(name, ()),
+        stored=stored_reports(nodes),
+        settings=s,
+        now=now,
+        teams=teams,
+        limited=ledger.limited(name),
+        system=system,
+        room=True if spare is not None or ledger.tenants_on(name) else partial(_room, idx, name, teams),
+    )
+    if signals.tenants and not ledger.tenants_on(name) and spare is not None:
+        spent.add(spare)  # the restart's slice
+    if signals.confirmed and not signals.tenants:
+        ledger.forget(name)  # a signal no tenant writes: nobody's word holds the pool out
+    return signals, ledger.record(name, signals.tenants, now)
+
+
+def _mass_outage(idx: ClusterIndex, problems: Mapping[str, object], s: Settings) -> str | None:
+    """The hold note when more than ``max_bad_node_fraction`` of the managed nodes show problems."""
     total = len(idx.nodes)
     if total and len(problems) / total > s.max_bad_node_fraction:
-        note = (
+        return (
             f"hold: {len(problems)}/{total} managed nodes show problems "
             f"(> {s.max_bad_node_fraction:.0%}); likely a control-plane or network event, not acting"
         )
-        # Nothing is written while held, so nothing new is remembered either.
-        return Decision(
-            now,
-            (),
-            pools,
-            held=True,
-            notes=(note, *notes),
-            memory=previous,
-            rejected=tuple(idx.rejected),
-            suspects=tuple(suspects),
-        )
+    return None
 
-    notes.extend(maintenance.notes)
-    actions.extend(maintenance.annotations)
-    actions.extend(maintenance.events)
+
+def _disruptions(
+    idx: ClusterIndex, statuses: Mapping[str, PoolStatus], s: Settings, now: float
+) -> tuple[list[Action], dict[str, EvictPod]]:
+    """Fail fast, force deletion of stuck pods and VM resets, as configured: their actions (but the
+    evictions), and the evictions by pod."""
+    actions: list[Action] = []
     evictions: dict[str, EvictPod] = {}
     evicted: list[Pod] = []
     if s.fail_fast:
@@ -187,47 +281,51 @@ def decide(
         resets, reset_events = vm_resets(idx, statuses, s, now)
         actions.extend(resets)
         actions.extend(reset_events)
-    preemptions: tuple[Preemption, ...] = ()
-    if s.preemption:
-        # Restarting: being evicted now, or with a TPU pod whose deletion is under way and not
-        # overdue (core/draining.py: a pod a tenant's finalizer holds does not count).
-        failing = frozenset(
-            {e.jobset for e in evictions.values() if e.jobset is not None}
-            | {key for key, pods in idx.pods_by_jobset.items() if any(still_draining(p, now) for p in pods)}
-        )
-        plan = plan_preemptions(
-            idx,
-            statuses,
-            s,
-            now,
-            failing,
-            avoid=avoided_pools(idx, s, now, windows=maintenance.windows),
-            restricted=restricted_tenants(ledger, (name for name, st in statuses.items() if not st.usable)),
-            teams=teams,
-        )
-        for e in plan.evictions:
-            evictions.setdefault(e.key, e)
-        actions.extend(plan.annotations)
-        actions.extend(plan.events)
-        preemptions = tuple(plan.preemptions)
-        notes.extend(plan.notes)
-    actions.extend(evictions.values())
-    window_start = now - s.flap_window_seconds
+    return actions, evictions
+
+
+def _plan_preemptions(
+    idx: ClusterIndex,
+    statuses: Mapping[str, PoolStatus],
+    s: Settings,
+    now: float,
+    *,
+    evictions: Mapping[str, EvictPod],
+    maintenance: MaintenancePlan,
+    ledger: TenantLedger,
+    teams: Mapping[str, str],
+) -> PreemptionPlan:
+    """Preemptions, with the JobSets restarting now (``evictions``) and the pools out of service."""
+    # Restarting: being evicted now, or with a TPU pod whose deletion is under way and not
+    # overdue (pool_health.still_draining: a pod a tenant's finalizer holds does not count).
+    failing = frozenset(
+        {e.jobset for e in evictions.values() if e.jobset is not None}
+        | {key for key, pods in idx.pods_by_jobset.items() if any(still_draining(p, now) for p in pods)}
+    )
+    return plan_preemptions(
+        idx,
+        statuses,
+        s,
+        now,
+        failing,
+        avoid=avoided_pools(idx, s, now, windows=maintenance.windows),
+        restricted=restricted_tenants(ledger, (name for name, st in statuses.items() if not st.usable)),
+        teams=teams,
+    )
+
+
+def _memory_after(
+    previous: PoolMemory,
+    statuses: Mapping[str, PoolStatus],
+    records: dict[str, PoolRecord],
+    window_start: float,
+) -> PoolMemory:
+    """This decision's records, and the previous records of pools absent from this snapshot (every
+    node deleted during a repair) while declared or within the flap window."""
     for old in previous.records:
-        # Pools absent from this snapshot (every node deleted during a repair) keep their record.
         if old.pool not in statuses and (old.declared or any(t > window_start for t in old.history)):
             records[old.pool] = old
-    return Decision(
-        now,
-        sort_actions(actions),
-        pools,
-        preemptions,
-        False,
-        tuple(notes),
-        memory=PoolMemory.of(records.values()),
-        rejected=tuple(idx.rejected),
-        suspects=tuple(suspects),
-    )
+    return PoolMemory.of(records.values())
 
 
 def _room(idx: ClusterIndex, pool: str, teams: Mapping[str, str], tenants: Sequence[str]) -> bool:

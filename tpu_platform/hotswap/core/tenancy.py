@@ -1,39 +1,9 @@
 """Who a tenant is, and the record of pools a tenant's word alone took out of service.
 
-A tenant controls every object in its own namespaces, and a team of the stack owns all of its
-namespaces: the tenant is the team (:attr:`~tpu_platform.hotswap.core.settings.Settings.teams`).
-Teams that share a namespace can write each other's objects there, so they are one tenant. Team and
-namespace tenants get distinct keys (``team:<name>``, the first name in order of teams joined so;
-``ns:<name>``), so a namespace named like a team is never taken for it.
-
-A namespace of no team (one the stack's teams do not list) has a key of its own but no word
-(:func:`has_word`): any team may also write there, and heard it would be that team's second voice (a
-second "independent" tenant, a second rate limit). Which team it is cannot be known, so it cannot be
-merged into one; its reports count only beside a signal no tenant writes, otherwise they keep the pool
-suspect and its JobSet restarts in place. Its pods still count as another tenant's on a pool (one
-team's word alone does not take that pool out). A stack that declares no teams (``Settings.teams``
-empty, its default; every stack in ``stacks/`` declares teams) has no team to protect and no tenancy
-but the namespace: each namespace is a tenant, and is heard.
-
-When a pool is declared unhealthy on workload reports alone, with no signal a tenant cannot write
-(:mod:`tpu_platform.hotswap.core.workload_signals`), the reporting tenants are recorded on every node
-of the pool in :data:`~tpu_platform.hotswap.core.constants.TENANT_DECLARED_ANNOTATION` (the
-controller's own state, which admission keeps the controller's), as ``<time>/<tenant>`` entries. The
-record serves two rules: while the pool is out of service, those tenants' JobSets preempt only their
-own tenant's JobSets (:mod:`tpu_platform.hotswap.core.preemption`); and a tenant with
-``workload_signal_team_limit`` entries within ``workload_signal_team_window_seconds`` on other pools is
-not heard until the oldest leaves the window (the per-team rate limit). An entry is kept while its
-window lasts and, beyond it, while the pool still carries the controller's state (declared or
-recovering), so the restriction lasts as long as the pool is out. Once a signal no tenant writes
-confirms the pool too, its entries are dropped: the pool is out on the system's word.
-
-kube-scheduler is the other way a restart takes another team's slice: a restarted JobSet's pods that
-find no free node preempt lower-priority pods by their PriorityClass (kubernetes/kubernetes
-``pkg/scheduler/framework/plugins/defaultpreemption``), whoever owns them, and the controller cannot
-stop that. So a tenant's word alone takes a pool out only while another free healthy slice of its
-shape is there for the restart (:func:`spare_slices`, each used once per reconcile) or no other
-tenant holds chips of that shape below the restart's priority; otherwise the pool stays suspect and
-the JobSet restarts in place, as it would without the controller.
+The tenant is the team (teams sharing a namespace are one); a namespace of no team has no word. The
+tenants whose reports alone took a pool out are recorded on its nodes: while it is out they preempt
+only their own work, and a tenant at its limit is not heard. Reasoning: docs/hotswap-core.md,
+"tenancy.py".
 """
 
 from __future__ import annotations
@@ -45,7 +15,7 @@ from dataclasses import dataclass
 from tpu_platform.hotswap.core import constants as k
 from tpu_platform.hotswap.core.model import Node, NodePool, Pod
 from tpu_platform.hotswap.core.settings import Settings
-from tpu_platform.hotswap.core.timeutil import CLOCK_SKEW_SECONDS, format_time, parse_time
+from tpu_platform.hotswap.core.times import CLOCK_SKEW_SECONDS, format_time, parse_time
 
 MAX_ENTRIES = 16
 """Entries read from one stored value (a pool is declared on the word of a few tenants at most)."""
@@ -78,7 +48,8 @@ def tenant_key(namespace: str, teams: Mapping[str, str]) -> str:
 
 def has_word(namespace: str, teams: Mapping[str, str]) -> bool:
     """Whether reports from ``namespace`` may take a pool out on the tenants' word: with teams
-    declared, only a team's namespace (see the module docstring); with none, every namespace."""
+    declared, only a team's namespace (a namespace of no team would be a second voice of some team);
+    with none, every namespace."""
     return not teams or namespace in teams
 
 

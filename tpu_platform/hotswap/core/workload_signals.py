@@ -1,54 +1,10 @@
-"""Chip and ICI failures with a live kubelet: the signals that exist, and when they mark a pool bad.
+"""Chip and ICI failures with a live kubelet: workload reports and withdrawn chips, and when they
+mark a pool bad.
 
-A TPU chip or ICI link that fails leaves the VM running, the kubelet alive and the Node Ready: none
-of the node signals of :mod:`tpu_platform.hotswap.core.health` shows it. What is documented to be
-visible from the cluster (sources in the README, section "Chip and ICI failures"):
-
-- **The workload's own failure.** The TPU runtime reports a slice failure "due to a chip driver
-  reporting some error (could correspond to bad TPU or ICI link going down)" as
-  ``SLICE_FAILURE_CHIP_DRIVER_ERROR`` (openxla/xla ``xla/pjrt/c/pjrt_c_api_callback_extension.h``,
-  ``PJRT_Callback_Tpu_SliceFailureType``); the host with the bad chip and the runtime's coordinator
-  (worker 0) log it (AI-Hypercomputer/maxtext ``benchmarks/maxtest/getting_started.md``) and the
-  trainer exits with an error. The log line reaches the pod's ``status.containerStatuses[].state
-  .terminated.message`` with ``terminationMessagePolicy: FallbackToLogsOnError`` (the last log lines,
-  at most 2048 bytes or 80 lines; a message is capped at 4096 bytes: Kubernetes "Determine the Reason
-  for Pod Failure"). No exit code for it is documented.
-- **The device plugin withdrawing chips.** A device plugin marks a device Unhealthy through
-  ``ListAndWatch``; the kubelet keeps it in ``status.capacity`` but not in ``status.allocatable``
-  (kubernetes/kubernetes ``pkg/kubelet/cm/devicemanager/manager.go``, ``GetCapacity``; PR #57266).
-  GKE does not document whether its TPU device plugin does this for a failed chip.
-
-Not detectable from the cluster: no node condition, taint or label for a TPU chip or ICI error is
-documented for v6e (GKE auto-repair acts on NotReady, a silent node and a full boot disk only); the
-Cloud TPU health metric ``compute.googleapis.com/instance/tpu/infra_health`` (``BAD_TPU_CHIP``,
-``NETWORKING_ISSUE``, ``BAD_SC_CHIP``) lives in Cloud Monitoring, not in the Kubernetes API, and is
-not read here; utilization metrics (duty cycle, TensorCore utilization) drop for many reasons and
-are no failure signal.
-
-The rules. A termination message is written by the workload: a tenant can write anything there.
-The tenant is the team, all its namespaces together (:mod:`tpu_platform.hotswap.core.tenancy`). So
-one report makes the pool *suspect* (a note, nothing done); so do withdrawn chips alone, since the
-kubelet also marks every device Unhealthy while the device plugin is disconnected
-(``markResourceUnhealthy``: a plugin restart). It is confirmed, and the pool bad, by a signal no
-tenant can write on the same pool (withdrawn chips; a node problem the system set: a condition, a
-taint, a Compute Engine answer), or on the tenants' word alone: reports from two tenants, or
-repetition (``workload_signal_repeats`` reports from distinct pods within
-``workload_signal_window_seconds``) by one tenant while no pod of another tenant runs on the pool.
-A pool confirmed on the tenants' word alone records them (:attr:`PoolSignals.tenants`): while it is
-out, their JobSets preempt only their own tenant's work, so their reports never cost another team
-its work; and a tenant that already took ``workload_signal_team_limit`` pools out on its word within
-``workload_signal_team_window_seconds`` is not heard (its reports keep the pool suspect only); nor,
-with teams declared, is a namespace of no team (any team may write there too: it would be a team's
-second voice), whose reports count only beside a signal no tenant writes.
-Confirmed, the pool goes through the usual path (taint, fail fast by eviction: the kubelet is alive
-and stops the pods itself, so nothing is force-deleted for it).
-
-Reports outlive their pods: JobSet deletes a failed Job's pods at once, so each report seen is kept
-in :data:`~tpu_platform.hotswap.core.constants.TPU_ERRORS_ANNOTATION` on every node of the pool (the
-controller's own, protected state) until it is older than the window. Every tenant-written value is
-read within bounds: at most :data:`MAX_TERMINATIONS` terminations per pod, the first
-:data:`MAX_MESSAGE_CHARS` of a message and :data:`MAX_REASON_CHARS` of a reason, report times in
-[now - window, now + skew]; the stored list holds at most :data:`MAX_REPORTS` well-formed entries.
+One tenant's report makes a pool suspect only; a signal no tenant writes, or the word of two tenants
+(or one repeating while alone on the pool) confirms it. Reports are kept on the pool's nodes so they
+outlive their pods, and every tenant-written value is read within bounds. Sources and reasoning:
+docs/hotswap-core.md, "workload_signals.py".
 """
 
 from __future__ import annotations
@@ -58,11 +14,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from tpu_platform.hotswap.core import constants as k
-from tpu_platform.hotswap.core.health import Problem, chips_withdrawn
 from tpu_platform.hotswap.core.model import Node, Pod
+from tpu_platform.hotswap.core.pool_health import Problem, chips_withdrawn
 from tpu_platform.hotswap.core.settings import Settings
 from tpu_platform.hotswap.core.tenancy import has_word, tenant_key, tenant_label
-from tpu_platform.hotswap.core.timeutil import CLOCK_SKEW_SECONDS, MAX_EPOCH, format_time, parse_time
+from tpu_platform.hotswap.core.times import CLOCK_SKEW_SECONDS, MAX_EPOCH, format_time, parse_time
 
 MAX_TERMINATIONS = 8
 """Terminations read per pod (a TPU pod has one trainer container, a few sidecars at most)."""
@@ -75,8 +31,8 @@ REPORTED_REASON = "TPU error reported by workloads"
 """Start of the reason of a pool-level problem from confirmed reports (for logs and metrics)."""
 WITHDRAWN_NOTE = "device plugin withdrew chips"
 """In the reason when withdrawn chips confirmed the reports."""
-# CLOCK_SKEW_SECONDS (core/timeutil.py): a report time this far in the future still counts (the kubelet's
-# clock against the controller's); a later one is dropped (core/time_bounds.py reports it).
+# CLOCK_SKEW_SECONDS (core/times.py): a report time this far in the future still counts (the kubelet's
+# clock against the controller's); a later one is dropped (core/screening.py reports it).
 
 _NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _UID = re.compile(r"^[A-Za-z0-9-]{1,64}$")
