@@ -16,10 +16,15 @@ import pulumi_kubernetes as k8s
 from tpu_platform.config import ClusterConfig
 
 
+def holds_contents(kubeconfig: str) -> bool:
+    """Whether ``cluster.kubeconfig`` is a file's contents (YAML lines or JSON) rather than its path."""
+    return "\n" in kubeconfig.strip() or kubeconfig.lstrip().startswith("{")
+
+
 def kubeconfig_input(kubeconfig: str | None) -> pulumi.Input[str] | None:
     """A kubeconfig's contents as a secret: they may hold client keys and tokens, which the
     provider would otherwise keep in the state in plain text; a file's path stays readable."""
-    if kubeconfig is None or not ("\n" in kubeconfig.strip() or kubeconfig.lstrip().startswith("{")):
+    if kubeconfig is None or not holds_contents(kubeconfig):
         return kubeconfig
     return pulumi.Output.secret(kubeconfig)
 

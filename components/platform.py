@@ -4,16 +4,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import groupby
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from tpu_platform.config import ImageBuildConfig, PlatformConfig
+from tpu_platform.config.google_identity import named_google_access
+from tpu_platform.hotswap import iam_commands
 from tpu_platform.hotswap.deploy import METRICS_PORT
+from tpu_platform.kueue.existing import decide_all
+from tpu_platform.kueue.found import FoundInstalls
 from tpu_platform.network_policies import platform_namespaces
 from tpu_platform.slices import SliceSpec, expand_slices
 
 from .cloud_nat import CloudNat, CloudNatArgs
+from .cluster_installs import existing_installs
 from .existing_cluster import ExistingCluster
 from .gke_cluster import GkeCluster, GkeClusterArgs
 from .hotswap_controller import HotswapController, HotswapControllerArgs
@@ -36,6 +42,8 @@ class TpuPlatformArgs:
     config: PlatformConfig
     # A fleet worker: its DNS endpoint also accepts the manager's service-account token.
     fleet_worker: bool = False
+    # The Kueue and JobSet the cluster runs; unset: read from a kubeconfig-mode cluster.
+    existing: FoundInstalls | None = None
 
 
 class TpuPlatform(pulumi.ComponentResource):
@@ -85,9 +93,15 @@ class TpuPlatform(pulumi.ComponentResource):
         # Kueue object once its CRDs and webhooks are ready (``self.kueue.ready``).
         provider = self.cluster.provider
         system_pool = [self.cluster.system_pool] if self.cluster.system_pool is not None else []
+        found = args.existing if args.existing is not None else existing_installs(cfg)
         self.kueue = KueueInstall(
             f"{name}-kueue",
-            KueueInstallArgs(config=cfg, provider=provider, depends_on=[*system_pool, *network_ready]),
+            KueueInstallArgs(
+                config=cfg,
+                provider=provider,
+                depends_on=[*system_pool, *network_ready],
+                decisions=decide_all(found, cfg),
+            ),
             opts=child,
         )
         self.priorities = Priorities(
@@ -103,6 +117,7 @@ class TpuPlatform(pulumi.ComponentResource):
         self.hotswap: HotswapController | None = None
         if cfg.hotswap.enabled:
             self.hotswap = self._hotswap(name, cfg, provider, [*system_pool, *self.kueue.ready], child)
+        self.google_identity_steps = self._google_identity_steps(cfg)
         self.monitoring = Monitoring(
             f"{name}-monitoring",
             MonitoringArgs(
@@ -115,10 +130,14 @@ class TpuPlatform(pulumi.ComponentResource):
         )
         if cfg.cluster.network_policies:
             hotswap_ns = cfg.hotswap.namespace if self.hotswap is not None else None
+            # An install the platform uses is left as it is: no policy goes into its namespace.
+            used = {d.addon.namespace for d in self.kueue.decisions if not d.registers_chart}
             NetworkPolicies(
                 f"{name}-network-policies",
                 NetworkPoliciesArgs(
-                    served=platform_namespaces(hotswap_ns, METRICS_PORT),
+                    served=[
+                        s for s in platform_namespaces(hotswap_ns, METRICS_PORT) if s.namespace not in used
+                    ],
                     provider=provider,
                     depends_on=[
                         *self.kueue.ready,
@@ -163,21 +182,48 @@ class TpuPlatform(pulumi.ComponentResource):
     def _vm_scope(
         self, name: str, cfg: PlatformConfig, services: list[pulumi.Resource], child: pulumi.ResourceOptions
     ) -> HotswapVmScope | None:
-        """The tag that marks this cluster's TPU VMs, when the controller gets Google access: its
-        calls on one VM are granted only on VMs carrying it (``tpu_platform.hotswap.iam``)."""
+        """The tag that marks this cluster's TPU VMs, when the stack registers the controller's Google
+        access: its calls on one VM are granted only on VMs carrying it (``tpu_platform.hotswap.iam``).
+        A kubeconfig-mode cluster's network is the one its ``googleIdentity`` names."""
         cluster = self.cluster
-        corroborating = cfg.hotswap.enabled and cfg.hotswap.compute_corroboration
-        if not corroborating or not isinstance(cluster, GkeCluster):
+        hotswap = cfg.hotswap
+        if not (hotswap.enabled and hotswap.compute_corroboration):
+            return None
+        network: pulumi.Input[str]
+        if isinstance(cluster, GkeCluster):
+            network = cluster.network
+        elif hotswap.google_identity is not None and hotswap.google_identity.manage:
+            network = hotswap.google_identity.network or "default"
+        else:
             return None
         return HotswapVmScope(
             f"{name}-hotswap-scope",
             HotswapVmScopeArgs(
                 project=cfg.project,
                 cluster_name=cfg.cluster.name,
-                network=cluster.network,
+                network=network,
                 depends_on=services,
             ),
             opts=child,
+        )
+
+    def _google_identity_steps(self, cfg: PlatformConfig) -> pulumi.Output[dict[str, Any]] | None:
+        """A named Google identity's access as the stack exports it: the account, the roles and the
+        ``gcloud`` commands of what the stack does not register (everything with ``manage: false``;
+        with ``manage: true`` the tag on the cluster's own TPU node pools, with the tag's IDs)."""
+        access = named_google_access(cfg)
+        if access is None:
+            return None
+        doc: dict[str, Any] = {
+            "serviceAccount": access.service_account,
+            "roles": {role: list(permissions) for role, permissions in access.roles().items()},
+            "workloadIdentityMember": access.workload_identity_member,
+        }
+        scope = self.vm_scope
+        if scope is None:
+            return pulumi.Output.from_input({**doc, "commands": iam_commands.setup_commands(access)})
+        return pulumi.Output.all(scope.tag_key_id, scope.tag_value_id).apply(
+            lambda ids: {**doc, "commands": iam_commands.node_pool_commands(access, ids[0], ids[1])}
         )
 
     def _private_network(

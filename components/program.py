@@ -71,5 +71,7 @@ def stack_program() -> TpuPlatform | TpuFleet:
         pulumi.export("controlPlaneServer", cluster.server.apply(lambda host: f"https://{host}"))
     else:  # the user's own kubeconfig: nothing to hand out but which context the stack used
         pulumi.export("kubeconfigContext", cfg.cluster.context or "(current context)")
+    if platform.google_identity_steps is not None:  # what the stack's named Google identity needs
+        pulumi.export("hotswapGoogleIdentity", platform.google_identity_steps)
     pulumi.export("summary", summarize(cfg).as_dict())
     return platform

@@ -11,12 +11,27 @@ from itertools import groupby
 from typing import Any, NotRequired, TypedDict
 
 import pulumi
-from tpu_platform.components import TpuPlatform, TpuPlatformArgs, TpuSlicePool, TpuSlicePoolArgs
+from tpu_platform.components import GkeCluster, TpuPlatform, TpuPlatformArgs, TpuSlicePool, TpuSlicePoolArgs
 
 from tpu_platform.config import PlatformConfig, parse_platform
 from tpu_platform.slices import expand_slices
 
 PACKAGE = "tpu-platform"
+
+
+def whole_numbers(value: Any) -> Any:
+    """Numbers as a stack file has them. The engine sends every number as a double (a protobuf
+    ``Struct``), so ``count: 2`` arrives as ``2.0``, which the stack model's whole-number fields
+    refuse; the SDK's own conversion of ``int`` inputs (pulumi 3.272.0
+    ``provider/experimental/component.py``) is overwritten by the raw value right after it, and
+    the free-form sections are never converted. A float field takes an int as it is."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: whole_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [whole_numbers(v) for v in value]
+    return value
 
 
 class CapacityArgs(TypedDict):
@@ -91,7 +106,7 @@ class SlicePools(pulumi.ComponentResource):
                 "region": args["region"],
                 "zone": args["zone"],
                 "cluster": cluster,
-                "slicePools": [dict(pool) for pool in args["slice_pools"]],
+                "slicePools": [whole_numbers(dict(pool)) for pool in args["slice_pools"]],
             }
         )
         specs = expand_slices(cfg)
@@ -137,11 +152,21 @@ class StackPlatformArgs(TypedDict):
     """The cohorts section."""
     teams: NotRequired[list[dict[str, Any]]]
     """The teams section: quotas and queues per team."""
+    hotswap: NotRequired[dict[str, Any]]
+    """The hotswap section: the controller (enabled, image, replicas, ...)."""
+    monitoring: NotRequired[dict[str, Any]]
+    """The monitoring section: dashboards and alerts."""
 
 
 def stack_config(args: StackPlatformArgs) -> PlatformConfig:
-    """Validate the sections exactly as a stack file is validated (same messages)."""
-    return parse_platform(dict(args))
+    """Validate the sections exactly as a stack file is validated: under the stack file's names
+    (``slicePools``, not the argument's ``slice_pools``), so the messages name what the program
+    wrote."""
+    sections = {SECTIONS.get(key, key): value for key, value in args.items()}
+    return parse_platform(whole_numbers(sections))
+
+
+SECTIONS = {"slice_pools": "slicePools"}  # argument -> stack file name, where they differ
 
 
 class StackPlatform(pulumi.ComponentResource):
@@ -152,7 +177,8 @@ class StackPlatform(pulumi.ComponentResource):
     cluster_location: pulumi.Output[str]
     """Location of the GKE cluster."""
     kubeconfig: pulumi.Output[str]
-    """Kubeconfig for the cluster (gke-gcloud-auth-plugin; secret)."""
+    """Kubeconfig for the cluster (secret): gke-gcloud-auth-plugin's for a GKE cluster, the one
+    given (a file or its contents; empty for $KUBECONFIG) in cluster.mode kubeconfig."""
     pool_names: pulumi.Output[list[str]]
     """Names of the TPU node pools, one per slice."""
 
@@ -160,12 +186,16 @@ class StackPlatform(pulumi.ComponentResource):
         self, name: str, args: StackPlatformArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__(f"{PACKAGE}:index:StackPlatform", name, {}, opts)
-        platform = TpuPlatform(
-            name, TpuPlatformArgs(config=stack_config(args)), opts=pulumi.ResourceOptions(parent=self)
-        )
-        self.cluster_name = platform.cluster.name
-        self.cluster_location = platform.cluster.location
-        self.kubeconfig = platform.cluster.kubeconfig
+        cfg = stack_config(args)
+        platform = TpuPlatform(name, TpuPlatformArgs(config=cfg), opts=pulumi.ResourceOptions(parent=self))
+        cluster = platform.cluster
+        self.cluster_name = cluster.name
+        if isinstance(cluster, GkeCluster):
+            self.cluster_location = cluster.location
+            self.kubeconfig = cluster.kubeconfig
+        else:  # cluster.mode kubeconfig: a cluster of a kubeconfig context, no Google resource
+            self.cluster_location = pulumi.Output.from_input(cfg.cluster_location)
+            self.kubeconfig = pulumi.Output.secret(cfg.cluster.kubeconfig or "")
         self.pool_names = pulumi.Output.from_input([spec.pool_name for spec in platform.slices])
         self.register_outputs(
             {

@@ -5,13 +5,19 @@ The Pulumi CLI looks for ``Pulumi.yaml`` in the working directory and then in ea
 files from the project's ``stackConfigDir`` (default: the project folder; Pulumi docs,
 https://www.pulumi.com/docs/iac/concepts/projects/project-file/). The offline tools do the same, so
 ``tpu-platform plan dev`` means what ``pulumi preview -s dev`` means from the same folder, in this
-repository or in a user's own project.
+repository or in a user's own project. A project's program is where ``main:`` points (default: the
+project folder), and the values of its project-level ``config:`` reach every stack, under the
+stack file's own (pulumi/pulumi ``sdk/go/common/workspace/project.go``, ``RewriteShorthandConfigValues``:
+a bare value of a key namespaced by another package is that key's ``value``, of the project's own
+key its ``default``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -27,11 +33,19 @@ class ProjectError(ValueError):
 
 @dataclass(frozen=True)
 class Project:
-    """A Pulumi project folder: its stack files' folder and the folder of its committed plans."""
+    """A Pulumi project folder: its stack files' folder, the folder of its committed plans, its name,
+    its program and the config values it gives every stack (``namespace:key`` -> value)."""
 
     root: Path
     stacks_dir: Path
     plans_dir: Path
+    name: str = ""
+    program: Path | None = None
+    config: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def file(self) -> Path:
+        return self.root / PROJECT_FILE
 
 
 def find_project(start: Path | None = None) -> Project:
@@ -57,8 +71,37 @@ def _read_project(path: Path) -> Project:
     config_dir = doc.get("stackConfigDir") or "."
     if not isinstance(config_dir, str):
         raise ProjectError(f"{path}: stackConfigDir must be a folder path, got {config_dir!r}")
+    name, main = doc.get("name"), doc.get("main") or "."
+    name = name if isinstance(name, str) else ""
+    if not isinstance(main, str):
+        raise ProjectError(f"{path}: main must be the path of the program, got {main!r}")
     root = path.parent
-    return Project(root=root, stacks_dir=root / config_dir, plans_dir=root / PLANS_FOLDER)
+    return Project(
+        root=root,
+        stacks_dir=root / config_dir,
+        plans_dir=root / PLANS_FOLDER,
+        name=name,
+        program=root / main,
+        config=project_config(doc.get("config"), name),
+    )
+
+
+def project_config(config: Any, project: str) -> dict[str, Any]:
+    """The values a project file's ``config:`` gives every stack, keys qualified as Pulumi does (a
+    bare key is the project's); a declaration with neither ``value`` nor ``default`` gives none, and a
+    string (the deprecated config folder) gives nothing."""
+    if not isinstance(config, dict):
+        return {}
+    values: dict[str, Any] = {}
+    for key, declared in config.items():
+        qualified = str(key) if ":" in str(key) else f"{project}:{key}"
+        if not isinstance(declared, dict):
+            values[qualified] = declared
+        elif "value" in declared:
+            values[qualified] = declared["value"]
+        elif "default" in declared:
+            values[qualified] = declared["default"]
+    return values
 
 
 @dataclass(frozen=True)

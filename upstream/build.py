@@ -125,6 +125,19 @@ COMPONENTS: tuple[Component, ...] = (
         {"kueue": "sigs.k8s.io/kueue/cmd/kueue"},
         ("-X sigs.k8s.io/kueue/pkg/version.GitVersion={version}",),
     ),
+    # The older installs xpk and Cluster Toolkit leave on a cluster (tests/live/test_existing_installs.py).
+    Component(
+        "kueue-0.17",
+        "sigs.k8s.io/kueue",
+        {"kueue-0.17": "sigs.k8s.io/kueue/cmd/kueue"},
+        ("-X sigs.k8s.io/kueue/pkg/version.GitVersion={version}",),
+    ),
+    Component(
+        "jobset-0.10",
+        "sigs.k8s.io/jobset",
+        {"jobset-0.10": "sigs.k8s.io/jobset"},
+        ("-X sigs.k8s.io/jobset/pkg/version.GitVersion={version}",),
+    ),
     # The Pulumi CLI (engine and Automation API's command); pkg/cmd/pulumi reads its version there.
     Component(
         "pulumi",
@@ -143,6 +156,15 @@ COMPONENTS: tuple[Component, ...] = (
             Embed("cmd/pulumi-resource-kubernetes/schema.json", "schema-embed.json", set_version=True),
             Embed("cmd/pulumi-resource-kubernetes/terraform-mapping.json", "terraform-mapping-embed.json"),
         ),
+    ),
+    # The YAML language host, for a Pulumi YAML program using the component package (provider/):
+    # v1.38.3, the release pulumi bundles as of the pulumi/pulumi source we can read
+    # (scripts/get-language-providers.sh at 3.260.0-dev), the newest the module proxy serves.
+    Component(
+        "pulumi-yaml",
+        "github.com/pulumi/pulumi-yaml",
+        {"pulumi-language-yaml": "github.com/pulumi/pulumi-yaml/cmd/pulumi-language-yaml"},
+        ("-X github.com/pulumi/pulumi-yaml/pkg/version.Version={version}",),
     ),
 )
 

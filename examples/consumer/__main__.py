@@ -4,10 +4,15 @@ Instead of the all-in-one ``TpuPlatform``, it composes the public components its
 the cluster (nothing about the cluster is managed here), adds its own slice pools (two Spot
 2x4 slices for experiments and one reserved 4x4 slice), installs Kueue and JobSet, and gives
 its two teams queues over exactly those slices.
+
+``research_platform`` builds the group's design from the stack's config; Pulumi.yaml names it
+(``tpu-platform:entry``), so ``tpu-platform validate``, ``plan``, ``lint``, ``whatif`` and ``policy``
+read this project's stacks through it, and ``plan`` renders this program.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from itertools import groupby
 
 import pulumi
@@ -24,27 +29,38 @@ from tpu_platform.components import (
     TpuSlicePoolArgs,
 )
 
-from tpu_platform.config import PlatformConfig, parse_platform
+from tpu_platform.config import PlatformConfig, StackConfigError, parse_platform
 from tpu_platform.slices import expand_slices
 from tpu_platform.summary import summarize
 
 NAME = "research"
+CONFIG_KEYS = (
+    "gcp:project",
+    "gcp:region",
+    "gcp:zone",
+    "tpu-research:clusterName",
+    "tpu-research:reservation",
+)
 
 
-def research_platform(project: str, region: str, zone: str, cluster: str, reservation: str) -> PlatformConfig:
-    """The group's design, validated by the same model the platform's stacks use."""
+def research_platform(config: Mapping[str, str]) -> PlatformConfig:
+    """The group's design from a stack's config (``namespace:key`` -> text, as Pulumi hands it to the
+    program), validated by the same model the platform's stacks use."""
+    missing = [key for key in CONFIG_KEYS if not config.get(key)]
+    if missing:
+        raise StackConfigError([f"{key}: required; set it: pulumi config set {key} VALUE" for key in missing])
     return parse_platform(
         {
-            "project": project,
-            "region": region,
-            "zone": zone,
-            "cluster": {"mode": "adopt", "name": cluster},
+            "project": config["gcp:project"],
+            "region": config["gcp:region"],
+            "zone": config["gcp:zone"],
+            "cluster": {"mode": "adopt", "name": config["tpu-research:clusterName"]},
             "slicePools": [
                 {"name": "rs-2x4", "topology": "2x4", "count": 2, "capacity": {"type": "spot"}},
                 {
                     "name": "rs-4x4",
                     "topology": "4x4",
-                    "capacity": {"type": "reservation", "reservation": reservation},
+                    "capacity": {"type": "reservation", "reservation": config["tpu-research:reservation"]},
                 },
             ],
             "priorities": [
@@ -59,16 +75,19 @@ def research_platform(project: str, region: str, zone: str, cluster: str, reserv
     )
 
 
+def pulumi_config() -> dict[str, str]:
+    """The keys ``research_platform`` reads, from this program's Pulumi config."""
+    values: dict[str, str] = {}
+    for key in CONFIG_KEYS:
+        namespace, _, name = key.partition(":")
+        value = pulumi.Config(namespace).get(name)
+        if value is not None:
+            values[key] = value
+    return values
+
+
 def main() -> None:
-    gcp = pulumi.Config("gcp")
-    own = pulumi.Config()
-    cfg = research_platform(
-        gcp.require("project"),
-        gcp.require("region"),
-        gcp.require("zone"),
-        own.require("clusterName"),
-        own.require("reservation"),
-    )
+    cfg = research_platform(pulumi_config())
     cluster = GkeCluster(
         NAME,
         GkeClusterArgs(

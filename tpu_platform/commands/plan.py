@@ -1,7 +1,8 @@
 """``tpu-platform plan``: render stacks offline into ``plans/<stack>.yaml``, or check them.
 
 The program runs under Pulumi's own mocks from the project folder, as ``pulumi up`` runs it, so the
-plan lists what a real preview would register.
+plan lists what a real preview would register: the built-in program, or the program of a project
+that names its entry (``tpu_platform.entry``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,10 @@ import sys
 from pathlib import Path
 
 from ..config import StackConfigError
-from ..plan import dump_plan, list_stacks, load_stack_config, parse_stack_config, plan_document, render
+from ..config.checks.warnings import google_identity_steps
+from ..entry import entry_here, stack_platform
+from ..kubeconfig_check import kubeconfig_warnings
+from ..plan import dump_plan, list_stacks, load_stack_config, plan_document, render
 from ..plan.provider_rules import violations
 from ..plan.review import check_plan
 from ..plan.stacks import problem_lines
@@ -37,19 +41,29 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def render_plan(stack: str, stacks_dir: Path | None = None) -> tuple[str, str]:
     """The plan text and the human summary of one stack; raises ``StackConfigError``."""
+    text, summary, _warnings = _render(stack, stacks_dir)
+    return text, summary
+
+
+def _render(stack: str, stacks_dir: Path | None) -> tuple[str, str, list[str]]:
+    """``render_plan``, and what the stack needs that the offline plan does without."""
     from ..components.program import stack_program
 
     ref = resolve_stack(stack, stacks_dir)
-    config = load_stack_config(ref.path)
-    cfg = parse_stack_config(config)
+    entry = entry_here()
+    config, cfg = stack_platform(ref.path, entry)
     summary = summarize(cfg)
     with contextlib.chdir(_program_folder()):  # Pulumi runs a program from its project folder
-        rendering = render(stack_program, config, stack=ref.name)
+        if entry is None:
+            rendering = render(stack_program, config, stack=ref.name)
+        else:
+            rendering = render(entry.run_program, config, project=entry.project.name, stack=ref.name)
         document = plan_document(ref.name, rendering, summary.as_dict())  # paths relative to it
     rejected = violations(document["resources"])
     if rejected:
         raise StackConfigError([f"the Google provider would reject {line}" for line in rejected])
-    return dump_plan(document), summary.as_text()
+    outside = [*kubeconfig_warnings(cfg, _program_folder()), *google_identity_steps(cfg).lines]
+    return dump_plan(document), summary.as_text(), outside
 
 
 def _program_folder() -> Path:
@@ -75,13 +89,15 @@ def run(args: argparse.Namespace) -> int:
         ref = resolve_stack(stack, stacks_dir)
         progress.step(f"rendering {ref.name} ({index}/{len(stacks)}) ...")
         try:
-            text, summary = render_plan(stack, stacks_dir)
+            text, summary, warnings = _render(stack, stacks_dir)
         except StackConfigError as err:
             progress.done()
             for line in problem_lines(err, ref.path):
                 print(f"stack {ref.name}: {line}", file=sys.stderr)
             return 2
         progress.done()
+        for line in warnings:
+            print(f"stack {ref.name}: warning: {line}", file=sys.stderr)
         target = plans_dir / f"{ref.name}.yaml"
         if args.check:
             current = target.read_text() if target.exists() else ""

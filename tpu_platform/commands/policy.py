@@ -2,12 +2,13 @@
 
 Renders each stack under Pulumi's mocks (no credentials needed, so it also runs for pull requests
 from forks) and checks the recording with the same rules a real ``pulumi preview --policy-pack
-policy`` enforces.
+policy`` enforces. A project that names its entry (``tpu_platform.entry``) renders its own program.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 
@@ -31,24 +32,29 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..components.program import stack_program
     from ..config import StackConfigError
-    from ..plan import list_stacks, load_stack_config, parse_stack_config, render
+    from ..entry import entry_here, stack_platform
+    from ..plan import list_stacks, render
     from ..plan.stacks import problem_lines
     from ..policy.offline import check_rendering, check_replacement
     from ..project import resolve_stack
 
     failed = 0
     invalid = False
+    entry = entry_here()
     for stack in args.stacks or list_stacks(args.stacks_dir):
         ref = resolve_stack(stack, args.stacks_dir)
         try:
-            config = load_stack_config(ref.path)
-            parse_stack_config(config)
+            config, _cfg = stack_platform(ref.path, entry)
         except StackConfigError as err:
             for line in problem_lines(err, ref.path):
                 print(f"stack {ref.name}: {line}", file=sys.stderr)
             invalid = True
             continue
-        rendering = render(stack_program, config, stack=ref.name)
+        if entry is None:
+            rendering = render(stack_program, config, stack=ref.name)
+        else:
+            with contextlib.chdir(entry.project.root):  # Pulumi runs a program from its project folder
+                rendering = render(entry.run_program, config, project=entry.project.name, stack=ref.name)
         violations = check_rendering(rendering)
         baseline = args.baseline / f"{ref.name}.yaml" if args.baseline else None
         if baseline is not None and baseline.is_file():

@@ -245,6 +245,12 @@ class KueueConfig(StackModel):
     controller: ControllerConfig = ControllerConfig()
     jobset: ControllerConfig = ControllerConfig()
     flavors: list[FlavorNameConfig] = Field(default_factory=list)
+    existing_install: Literal["use", "upgrade", "refuse"] = Field(
+        "use",
+        description="What `pulumi up` does with a Kueue or JobSet a kubeconfig-mode cluster already runs: "
+        "use it where it serves the stack (else stop with the fix), upgrade an older one to the pinned "
+        "version, or refuse any (docs/existing-installs.md). The platform never installs a second one.",
+    )
 
     @field_validator("integrations")
     @classmethod

@@ -47,6 +47,10 @@ pack checks.
   them with it, as the controller's pod does. The same page: the metadata server "takes a few seconds
   to start accepting requests on a newly created Pod", so the first reads of a new controller pod may
   fail; such a failure is no evidence, like any other.
+
+A stack on a cluster it reaches only by kubeconfig names the GSA instead (``hotswap.googleIdentity``)
+and either registers the same roles, bindings and tag for it or leaves them to the ``gcloud``
+commands of :mod:`tpu_platform.hotswap.iam_commands`.
 """
 
 from __future__ import annotations
@@ -64,6 +68,8 @@ UNTAGGED_PERMISSIONS: Final = (OPERATIONS_PERMISSION,)
 """Granted without a tag condition: authorized on the project, read-only (module docstring)."""
 WORKLOAD_IDENTITY_USER: Final = "roles/iam.workloadIdentityUser"
 GSA_ANNOTATION: Final = "iam.gke.io/gcp-service-account"
+CONTROLLER_KSA: Final = "hotswap-controller"
+"""The controller's Kubernetes service account (``components/hotswap_controller.py`` names it so)."""
 METADATA_SERVER_LABEL: Final = "iam.gke.io/gke-metadata-server-enabled"
 ROLE_PREFIX: Final = "tpuPlatformHotswapCompute"
 OPERATIONS_ROLE_PREFIX: Final = "tpuPlatformHotswapOperations"
@@ -117,10 +123,16 @@ def vm_scope_condition(tag_key_id: str, tag_value_id: str) -> Condition:
             f"a tag condition needs permanent IDs tagKeys/N and tagValues/N, not {tag_key_id!r} and "
             f"{tag_value_id!r}"
         )
+    return tag_condition(tag_key_id, tag_value_id)
+
+
+def tag_condition(tag_key: str, tag_value: str) -> Condition:
+    """:func:`vm_scope_condition` for the key and value as written, unchecked: the IDs, or the shell
+    variables a ``gcloud`` script reads them into once it has created the tag."""
     return Condition(
         title="tpu-platform hotswap TPU VMs",
-        description=f"Only VMs tagged {tag_key_id}={tag_value_id}: the cluster's TPU node pools",
-        expression=f"resource.matchTagId('{tag_key_id}', '{tag_value_id}')",
+        description=f"Only VMs tagged {tag_key}={tag_value}: the cluster's TPU node pools",
+        expression=f"resource.matchTagId('{tag_key}', '{tag_value}')",
     )
 
 
@@ -209,3 +221,38 @@ def role_id(cluster: str) -> str:
 def operations_role_id(cluster: str) -> str:
     """The id of the custom role of :data:`UNTAGGED_PERMISSIONS`, per cluster (same rules)."""
     return f"{OPERATIONS_ROLE_PREFIX}_{_ROLE_CHARS.sub('_', cluster)}"[:64]
+
+
+def role_title(cluster: str) -> str:
+    return f"hotswap Compute Engine calls on TPU VMs ({cluster})"
+
+
+ROLE_DESCRIPTION: Final = (
+    "Only the calls of Compute Engine corroboration on one VM: its status and (with the fence on) the "
+    "reset of a silent VM; bound only for the cluster's tagged TPU VMs"
+)
+
+
+def operations_role_title(cluster: str) -> str:
+    return f"hotswap Compute Engine operations reads ({cluster})"
+
+
+OPERATIONS_ROLE_DESCRIPTION: Final = (
+    "Only the listing of a VM's zone operations (its host errors and resets): authorized on the "
+    "project, read-only"
+)
+
+
+def service_account_project(email: str) -> str:
+    """The project that holds a user-managed service account: ``NAME@PROJECT.iam.gserviceaccount.com``."""
+    domain = email.partition("@")[2]
+    if not domain.endswith(".iam.gserviceaccount.com"):
+        raise ValueError(
+            f"{email!r} is not a user-managed service account (NAME@PROJECT.iam.gserviceaccount.com)"
+        )
+    return domain.removesuffix(".iam.gserviceaccount.com")
+
+
+def service_account_path(email: str) -> str:
+    """The account's resource name, as a binding on it names it (``projects/P/serviceAccounts/EMAIL``)."""
+    return f"projects/{service_account_project(email)}/serviceAccounts/{email}"

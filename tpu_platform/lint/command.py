@@ -52,13 +52,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _stack_context(stack: str, stacks_dir: Path | None) -> LintContext:
-    """The context of a stack file: its queues, nominal quotas, priorities and slices."""
+    """The context of a stack file: its queues, nominal quotas, priorities and slices (through the
+    project's entry, if it names one)."""
     from ..config import StackConfigError
-    from ..plan.stacks import load_stack_config, parse_stack_config, stack_file
+    from ..entry import entry_here, stack_platform
+    from ..plan.stacks import stack_file
     from .stack import context_from_stack
 
     try:
-        cfg = parse_stack_config(load_stack_config(stack_file(stack, stacks_dir)))
+        _config, cfg = stack_platform(stack_file(stack, stacks_dir), entry_here())
     except StackConfigError as err:
         raise ContextError("\n".join(f"stack {stack}: {problem}" for problem in err.problems)) from err
     return context_from_stack(cfg)

@@ -83,8 +83,8 @@ def check_workload_identity(stack: Stack, config: Mapping[str, Any]) -> list[Vio
                 cm.urn,
             )
         )
-    if not annotated:
-        return violations
+    if not annotated or not any(r.type.startswith("gcp:") for r in stack):
+        return violations  # no Google resource: its Google half is gcloud's (hotswap.googleIdentity)
     bound = _bound_ksas(stack)
     clusters = stack.of_type(CLUSTER)
     for ksa in annotated:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tpu_platform.config import PlatformConfig
-from tpu_platform.hotswap.core import Settings, settings_from_mapping
+from tpu_platform.hotswap.core import Settings
 from tpu_platform.sim.checkpoints import CheckpointResponder
 from tpu_platform.sim.cluster import Cluster
 from tpu_platform.sim.downtime import Downtime, Tee
@@ -70,8 +70,9 @@ class Result:
 
 def stack_settings(cfg: PlatformConfig) -> Settings:
     """The controller settings the stack deploys: its ``hotswap.settings``, corroboration switch
-    (on unless the stack turns it off) and teams, over the controller's defaults."""
-    return settings_from_mapping(cfg.controller_settings())
+    (on unless the stack turns it off; a kubeconfig-mode stack has it only with the Google identity
+    it names, ``hotswap.googleIdentity``) and teams, over the controller's defaults."""
+    return cfg.controller_settings()
 
 
 def stack_timings(cfg: PlatformConfig) -> Timings:

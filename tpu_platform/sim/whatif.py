@@ -6,7 +6,8 @@ controller on the same trace, once per seed over ``--draws`` consecutive seeds f
 as p50 with the p95 beside it, when every high-priority JobSet hit has its pods Running again and is
 back where it was (which depends on the checkpoint interval), the work lower-priority JobSets lost, and
 writes a timeline picture of the first seed's draw (one row per policy, zoomed around the incident,
-only the slices that change).
+only the slices that change). A controller without Compute Engine corroboration gets one more line: the
+same draws with it, and the key that turns it on (``tpu_platform.sim.without_compute``).
 """
 
 from __future__ import annotations
@@ -184,8 +185,9 @@ def _checkpoint_line(specs: Sequence[WorkloadSpec], args: argparse.Namespace) ->
 
 def run(args: argparse.Namespace) -> int:
     from tpu_platform.config import StackConfigError
+    from tpu_platform.entry import entry_here, stack_platform
     from tpu_platform.hotswap.core import SettingsError
-    from tpu_platform.plan.stacks import load_stack_config, parse_stack_config, stack_file
+    from tpu_platform.plan.stacks import stack_file
     from tpu_platform.project import resolve_stack
     from tpu_platform.sim.run import POLICIES, stack_scenario
     from tpu_platform.sim.timeline import draw, windows_for
@@ -193,8 +195,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         cfg = one_cluster(
-            parse_stack_config(load_stack_config(stack_file(args.stack, args.stacks_dir))),
-            args.worker,
+            stack_platform(stack_file(args.stack, args.stacks_dir), entry_here())[1], args.worker
         )
         specs = _workloads(cfg, args)
         scenario = stack_scenario(cfg, end=args.at + args.after, seed=args.seed, workloads=specs)
@@ -227,6 +228,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     _print_setup(args, scenario, draws, _checkpoint_line(specs, args))
     _print_tables(draws)
+    _print_without_compute(scenario, draws, kubeconfig=cfg.cluster.reached_by_kubeconfig)
     ordered = [first[name] for name in POLICIES]
     path = args.out / f"whatif-{resolve_stack(args.stack, args.stacks_dir).name}.png"
     titles = {
@@ -255,6 +257,22 @@ def _simulate(scenario: Scenario, first: int, count: int) -> tuple[list[Draw], d
             kept = results
     progress.done()
     return out, kept
+
+
+def _print_without_compute(scenario: Scenario, draws: Sequence[Draw], *, kubeconfig: bool) -> None:
+    """What the controller as configured loses for lack of Compute Engine corroboration, if it does."""
+    from tpu_platform.sim.without_compute import lacks_corroboration, lost_line, with_corroboration
+    from tpu_platform.terminal import Progress
+
+    if not lacks_corroboration(scenario.settings):
+        return
+    progress = Progress()
+    corroborated = []
+    for i, d in enumerate(draws, start=1):
+        progress.step(f"seed {d.seed} ({i}/{len(draws)}): hotswap with Compute Engine corroboration ...")
+        corroborated.append(with_corroboration(scenario, d.seed))
+    progress.done()
+    print(f"  {lost_line(draws, corroborated, _spread, kubeconfig=kubeconfig)}")
 
 
 def _stepper(progress: Progress, prefix: str) -> Callable[[str], None]:
