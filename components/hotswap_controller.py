@@ -248,10 +248,11 @@ class HotswapController(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[account]),
             )
         config_text = deploy.config_yaml(settings, cfg.runtime())
+        config_name = f"{APP_NAME}-config"
         config_map = _plain_object(
             k8s.core.v1.ConfigMap,
             f"{name}-config",
-            metadata={"name": f"{APP_NAME}-config", **meta},
+            metadata={"name": config_name, **meta},
             data={deploy.CONFIG_FILE: config_text},
             opts=in_ns,
         )
@@ -269,7 +270,10 @@ class HotswapController(pulumi.ComponentResource):
                         "labels": LABELS,
                         "annotations": {"tpu-platform.dev/config-sha256": config_hash},
                     },
-                    "spec": pod_spec(cfg, args.image, config_map.metadata.name),
+                    # The ConfigMap's name as written, not its output: a settings change replaces the
+                    # ConfigMap (delete first: a fixed name) and an input taken from it would make the
+                    # engine replace the Deployment too; dependsOn keeps the order, the hash rolls the pods.
+                    "spec": pod_spec(cfg, args.image, config_name),
                 },
             },
             opts=pulumi.ResourceOptions(
@@ -314,7 +318,12 @@ class HotswapController(pulumi.ComponentResource):
     def _google_access(self, name: str, args: HotswapControllerArgs) -> pulumi.Output[str]:
         """The GSA, its two custom roles on the project (:func:`iam.vm_permissions` under the TPU tag's
         condition, :data:`iam.UNTAGGED_PERMISSIONS` without), and the Workload Identity binding for
-        the controller's KSA; returns the GSA's email for the KSA annotation."""
+        the controller's KSA; returns the GSA's email for the KSA annotation. A kubeconfig-mode stack
+        names the GSA (``hotswap.googleIdentity``): none is created, and with ``manage: false`` nothing
+        Google is (``validate`` and ``plan`` print the gcloud commands instead)."""
+        identity = args.config.google_identity
+        if identity is not None and not identity.manage:
+            return pulumi.Output.from_input(identity.service_account)
         scope = args.vm_scope
         if not args.project or not args.cluster_name or scope is None:
             raise ValueError(
@@ -324,16 +333,8 @@ class HotswapController(pulumi.ComponentResource):
         cfg = args.config
         # After the cluster (and with it the project's services, iam.googleapis.com among them).
         child = pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on))
-        gsa = gcp.serviceaccount.Account(
-            f"{name}-gsa",
-            account_id=iam.account_id(args.cluster_name),
-            display_name=f"hotswap controller of {args.cluster_name}",
-            description="Reads (and with the fence on, resets) the Compute Engine VMs behind suspect "
-            "nodes through Workload Identity",
-            project=args.project,
-            opts=child,
-        )
-        member = gsa.email.apply(lambda email: f"serviceAccount:{email}")
+        email, account_path = self._service_account(name, args, child)
+        member = email.apply(lambda address: f"serviceAccount:{address}")
         role = gcp.projects.IAMCustomRole(
             f"{name}-compute-role",
             role_id=iam.role_id(args.cluster_name),
@@ -354,7 +355,6 @@ class HotswapController(pulumi.ComponentResource):
             project=args.project,
             opts=child,
         )
-        self.google_service_account = gsa
         self.compute_role = role
         self.operations_role = operations
         condition = scope.condition
@@ -379,9 +379,28 @@ class HotswapController(pulumi.ComponentResource):
         )
         gcp.serviceaccount.IAMMember(
             f"{name}-workload-identity",
-            service_account_id=gsa.name,
+            service_account_id=account_path,
             role=iam.WORKLOAD_IDENTITY_USER,
             member=iam.workload_identity_member(args.project, cfg.namespace, APP_NAME),
             opts=child,
         )
-        return gsa.email
+        return email
+
+    def _service_account(
+        self, name: str, args: HotswapControllerArgs, opts: pulumi.ResourceOptions
+    ) -> tuple[pulumi.Output[str], pulumi.Output[str]]:
+        """The GSA's email and resource name: the one the stack names, else one of the controller's own."""
+        identity = args.config.google_identity
+        if identity is not None:
+            named = identity.service_account
+            return pulumi.Output.from_input(named), pulumi.Output.from_input(iam.service_account_path(named))
+        gsa = gcp.serviceaccount.Account(
+            f"{name}-gsa",
+            account_id=iam.account_id(args.cluster_name),
+            display_name=f"hotswap controller of {args.cluster_name}",
+            description="Reads (and with the fence on, resets) the Compute Engine VMs behind suspect "
+            "nodes through Workload Identity",
+            project=args.project,
+            opts=opts,
+        )
+        return gsa.email, gsa.name

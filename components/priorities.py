@@ -2,7 +2,9 @@
 
 Both carry the same name and value: the JobSet label ``kueue.x-k8s.io/priority-class`` names
 the WorkloadPriorityClass (admission order, Kueue preemption), the pods' ``priorityClassName``
-names the PriorityClass (kube-scheduler preemption, hotswap).
+names the PriorityClass (kube-scheduler preemption, hotswap). A PriorityClass's value is immutable,
+so changing it replaces the class; a WorkloadPriorityClass's value may change in place (Kueue 0.19.2's
+CRD has no rule on it and no webhook validates it).
 """
 
 from __future__ import annotations
@@ -25,6 +27,12 @@ from tpu_platform.kueue.entitlements import (
 )
 
 from .kube_object import KubeObject
+
+IMMUTABLE_FIELDS = ("value", "preemptionPolicy")
+"""What the API server refuses to change on a PriorityClass (kubernetes v1.34
+pkg/apis/scheduling/validation, ``ValidatePriorityClassUpdate``: ``value: Forbidden: may not be
+changed in an update``, and ``preemptionPolicy`` immutable); pulumi-kubernetes has no rule for them, so
+the option makes ``up`` replace instead, deleting first since the name is fixed."""
 
 
 @dataclass(frozen=True)
@@ -56,7 +64,12 @@ class Priorities(pulumi.ComponentResource):
                 global_default=pc["globalDefault"] or None,
                 preemption_policy=pc["preemptionPolicy"],
                 description=pc.get("description"),
-                opts=pulumi.ResourceOptions(parent=self, provider=args.provider),
+                opts=pulumi.ResourceOptions(
+                    parent=self,
+                    provider=args.provider,
+                    replace_on_changes=list(IMMUTABLE_FIELDS),
+                    delete_before_replace=True,
+                ),
             )
             self.workload_priority_classes[prio] = KubeObject(
                 f"{name}-{prio}-workload",

@@ -10,43 +10,42 @@ changes can be held against them:
    dependencies, inputs) are the offline plan's, and the charts' children are the objects
    ``installs.yaml`` lists for each chart;
 2. one team's quota changed: ``preview --diff`` shows the same creates, updates, replaces and
-   deletes as ``tpu-platform review`` of the two offline plans; ``up`` applies it;
+   deletes as ``tpu-platform review`` of the two offline plans; ``up`` applies it; a priority's value
+   changed: ``up`` replaces its PriorityClass (an immutable field) and updates its
+   WorkloadPriorityClass, step by step as the review says;
 3. a second ``up`` changes nothing; ``destroy`` leaves no object behind;
 4. the kubeconfig's credentials never appear in plain text in the state file.
 """
 
 from __future__ import annotations
 
-import base64
 import copy
 import json
-import subprocess
-import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pulumi
 import pytest
-import yaml
 from pulumi import automation as auto
-from tpu_platform.components.program import stack_program
 
-from tests.live.cluster import LiveCluster, engine, engine_addons, engine_state, snapshot
-from tests.live.cluster.addons import chart_inputs_from_plan, chart_workdir
-from tests.live.cluster.charts import UPSTREAM, render
+from tests.live.cluster import LiveCluster, engine, engine_state, snapshot
+from tests.live.cluster.engine_stack import (
+    STACK,
+    chart_controllers,
+    engine_config,
+    offline_plan,
+    program_with,
+    system_node,
+)
 from tests.live.cluster.figures import Report
 from tests.live.cluster.kube import wait_for
-from tests.live.cluster.nodes import KWOK_ANNOTATION, MANAGED
 from tests.live.cluster.rendered import load_plan
+from tests.live.cluster.review_agreement import StepEvents, compare, engine_path
 from tpu_platform.plan.changes import review
 
-REPO = Path(__file__).resolve().parents[2]
-STACK = "engine"
 CHART = "kubernetes:helm.sh/v4:Chart"
-SYSTEM_NODE = "system-0"
 CRD = "apiextensions.k8s.io/v1"
 
 
@@ -61,42 +60,8 @@ SET_BY_THE_TEST = {
 }
 
 
-def system_node() -> dict[str, Any]:
-    """An untainted kwok node for the charts' and the controller's pods (GKE's system pool)."""
-    resources = {"cpu": "16", "memory": "64Gi", "pods": "110"}
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": SYSTEM_NODE,
-            "labels": {"kubernetes.io/hostname": SYSTEM_NODE, "kubernetes.io/os": "linux", "type": "kwok"},
-            "annotations": {KWOK_ANNOTATION: MANAGED},
-        },
-        "status": {"allocatable": resources, "capacity": resources},
-    }
-
-
-def engine_config(live: LiveCluster) -> dict[str, Any]:
-    """``stacks/Pulumi.local.yaml`` on this control plane: its kubeconfig (contents, a credential)
-    and context, and the charts from their local folders."""
-    config = yaml.safe_load((REPO / "stacks" / "Pulumi.local.yaml").read_text())["config"]
-    config["tpu-platform:cluster"].update(kubeconfig=embedded_kubeconfig(live), context="live")
-    kueue = config.setdefault("tpu-platform:kueue", {})
-    kueue["controller"] = {"chart": str(UPSTREAM / "kueue-v0.19.2" / "charts" / "kueue")}
-    kueue["jobset"] = {"chart": str(UPSTREAM / "jobset-v0.12.0" / "charts" / "jobset")}
-    return dict(config)
-
-
-def embedded_kubeconfig(live: LiveCluster) -> str:
-    """The admin kubeconfig with its client certificate and key inline, as GKE and most tools hand
-    one out: the credential the state must never hold in plain text."""
-    doc = yaml.safe_load(live.cp.admin_kubeconfig.read_text())
-    for user in doc["users"]:
-        creds = user["user"]
-        for key in ("client-certificate", "client-key"):
-            if key in creds:
-                creds[f"{key}-data"] = base64.b64encode(Path(creds.pop(key)).read_bytes()).decode()
-    return str(yaml.safe_dump(doc, sort_keys=False))
+def plan_entry(plan: dict[str, Any], label: str) -> dict[str, Any] | None:
+    return next((r for r in plan["resources"] if f"{r['type']}::{r['name']}" == label), None)
 
 
 def with_research_borrowing(config: dict[str, Any], slices: int) -> dict[str, Any]:
@@ -105,17 +70,6 @@ def with_research_borrowing(config: dict[str, Any], slices: int) -> dict[str, An
         if team["name"] == "research":
             team["quota"][0]["borrowingLimitSlices"] = slices
     return changed
-
-
-def offline_plan(workdir: Path, config: dict[str, Any]) -> dict[str, Any]:
-    """``tpu-platform plan`` of the same stack file, rendered under Pulumi's mocks."""
-    stack_file = workdir / f"Pulumi.{STACK}.yaml"
-    stack_file.write_text(yaml.safe_dump({"config": config}, sort_keys=False))
-    plans = workdir / "plans"
-    cmd = [sys.executable, "-m", "tpu_platform", "plan", str(stack_file), "--plans-dir", str(plans)]
-    out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=False)
-    assert out.returncode == 0, out.stderr
-    return dict(yaml.safe_load((plans / f"{STACK}.yaml").read_text()))
 
 
 @pytest.fixture(scope="module")
@@ -129,27 +83,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveCluster]:
         live.stop()
 
 
-def chart_controllers(cluster: LiveCluster, plan: dict[str, Any]) -> engine_addons.ChartControllers:
-    """The local JobSet and Kueue controllers for the plan's chart inputs (rendered by helm)."""
-    paths = cluster.paths
-    controllers = []
-    for release in ("jobset", "kueue"):
-        inputs = chart_inputs_from_plan(plan, release)
-        chart = render(paths["helm"], inputs, chart_workdir(cluster.cp, inputs), cluster.kube_version)
-        controllers.append(engine_addons.LocalController(cluster.cp, cluster.admin, paths[release], chart))
-    return engine_addons.ChartControllers(controllers)
-
-
-def program_with(controllers: engine_addons.ChartControllers) -> Callable[[], None]:
-    """The project's program as ``pulumi up`` runs ``__main__.py``, with the harness's transform."""
-
-    def program() -> None:
-        pulumi.runtime.register_resource_transform(controllers.transform)
-        stack_program()
-
-    return program
-
-
 def test_pulumi_up_change_and_destroy_on_the_real_engine(
     cluster: LiveCluster, report: Report, tmp_path: Path
 ) -> None:
@@ -161,9 +94,9 @@ def test_pulumi_up_change_and_destroy_on_the_real_engine(
     base_dir, head_dir = tmp_path / "base", tmp_path / "head"
     base_dir.mkdir()
     head_dir.mkdir()
-    base_plan = offline_plan(base_dir, config)
+    base_plan = offline_plan(base_dir, config, cluster)
     changed = with_research_borrowing(config, 0)
-    head_plan = offline_plan(head_dir, changed)
+    head_plan = offline_plan(head_dir, changed, cluster)
 
     controllers = chart_controllers(cluster, base_plan)
     program = program_with(controllers)
@@ -194,8 +127,13 @@ def test_pulumi_up_change_and_destroy_on_the_real_engine(
         mismatches = engine_state.plan_mismatches(base_plan, resources)
         assert not mismatches, "\n".join(mismatches)
         # ... and that plan is the committed plans/local.yaml but for what this test sets.
+        # The provider had no kubeconfig (the ambient one): DiffConfig finds no active cluster to
+        # compare, so a kubeconfig and context set here update it, replacing nothing it owns.
         drift = review("local", load_plan("local"), base_plan)
-        assert {(c.label, f.path) for c in drift.changes for f in c.fields} == SET_BY_THE_TEST, drift
+        drifted = {(c.label, f.path) for c in (*drift.changes, *drift.components) for f in c.fields}
+        assert drifted == SET_BY_THE_TEST, drift
+        replaced = [c.label for c in drift.by_action("replace")]
+        assert drift.trustworthy and replaced == ["tpu-platform:index:Platform::tpu"], drift
         children = engine_state.chart_children(resources)
         for controller in controllers.by_namespace.values():
             chart = engine_state.chart_resource_name(base_plan, controller.chart.release)
@@ -222,7 +160,15 @@ def test_pulumi_up_change_and_destroy_on_the_real_engine(
         got = {(s.op, f"{s.type}::{s.name}") for s in log.changed() if not engine.is_chart_child(s)}
         diffs = {f"{s.type}::{s.name}": set(s.diffs) for s in log.changed()}
         assert got == want, f"engine {sorted(got)} vs review {sorted(want)}; engine's diffs {diffs}"
-        fields = {c.label: {f.path for f in c.fields} for c in expected.changes if c.action == "update"}
+        inputs = {
+            label: [(plan_entry(p, label) or {}).get("inputs") for p in (base_plan, head_plan)]
+            for label in {c.label for c in expected.changes}
+        }
+        fields = {
+            c.label: {engine_path(f.path, *inputs[c.label]) for f in c.fields}
+            for c in expected.changes
+            if c.action == "update"
+        }
         assert {k: v for k, v in diffs.items() if k in fields} == fields, (diffs, fields)
         report.append(
             "engine preview of the quota change, as tpu-platform review: "
@@ -235,6 +181,30 @@ def test_pulumi_up_change_and_destroy_on_the_real_engine(
         queue = cluster.admin.get("kueue.x-k8s.io/v1beta2", "ClusterQueue", "research-cq")
         limit = queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0].get("borrowingLimit")
         assert limit == "0", queue["spec"]  # a Quantity, as the API server returns it
+
+        # A PriorityClass's value is immutable: the program replaces the class, deleting it first
+        # (replaceOnChanges, deleteBeforeReplace); `up` (no preview: see test_review_agreement's
+        # "priority value" row for why the engine's preview of it fails) applies it as review says.
+        repriced = copy.deepcopy(changed)
+        priority = repriced["tpu-platform:priorities"][0]
+        priority["value"] += 500000
+        (tmp_path / "repriced").mkdir()
+        repriced_plan = offline_plan(tmp_path / "repriced", repriced, cluster)
+        eng.write_config(STACK, repriced)
+        with timed("up (priority value change)"):
+            events = StepEvents()
+            result = stack.up(on_event=events)
+        assert result.summary.result == "succeeded", result.stderr
+        planned = {f"{r['type']}::{r['name']}" for r in repriced_plan["resources"]}
+        verdicts = compare(events.steps, review(STACK, head_plan, repriced_plan), planned)
+        assert all(v.agrees for v in verdicts), [str(v) for v in verdicts if not v.agrees]
+        assert {v.engine.op for v in verdicts} == {"same", "update", "replace"}, verdicts
+        for version, kind in (
+            ("scheduling.k8s.io/v1", "PriorityClass"),
+            ("kueue.x-k8s.io/v1beta2", "WorkloadPriorityClass"),
+        ):
+            applied = cluster.admin.get(version, kind, priority["name"])
+            assert applied["value"] == priority["value"], applied
 
         with timed("up (no change)"):
             log = engine.StepLog()

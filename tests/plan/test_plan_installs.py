@@ -114,6 +114,7 @@ def test_an_upgrade_is_listed_in_the_review() -> None:
 def test_no_upstream_template_is_committed() -> None:
     data = Path(__file__).resolve().parents[2] / "tpu_platform" / "plan" / "data"
     assert sorted(p.name for p in data.iterdir()) == [
+        "chart_renders.yaml",
         "force_new.json",
         "installs.yaml",
         "provider_rules.json",

@@ -98,7 +98,7 @@ def test_ci_uploads_the_linters_sarif() -> None:
 def test_the_offline_plan_job_reviews_changes_against_the_base_branch() -> None:
     job = workflow("preview.yml")["jobs"]["offline-plan"]
     review = next(s for s in job["steps"] if s.get("id") == "review")
-    assert "./dev review" in review["run"] and "base/plans" in review["run"]
+    assert "./dev review --all --base" in review["run"] and "$BASE" in review["run"]
     base = next(s for s in job["steps"] if 'git archive "$BASE" plans' in s.get("run", ""))
     policy = next(s for s in job["steps"] if "./dev policy" in s.get("run", ""))
     assert "--baseline" in policy["run"]

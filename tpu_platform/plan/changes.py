@@ -5,56 +5,44 @@ Comparing two of them tells what ``pulumi up`` would do, and which fields decide
 
 - a resource only in the new plan is created, only in the old one deleted;
 - a new parent changes the URN, which Pulumi carries out as a delete and a create (a replace);
-- an input change replaces the resource when the provider marks that field as forcing a new
-  resource (``force_new.json``: the Google provider's ``ForceNew`` fields, pulumi-kubernetes'
-  replacement table), and for a TPU slice pool also when GKE recreates every VM of the slice
-  (its zone, its topology); any other input change is an in-place update.
+- an input change replaces the resource when its provider says so (``tpu_platform.plan.knowledge``:
+  the Google provider's ``ForceNew`` fields, pulumi-kubernetes' rules, the Kubernetes provider's
+  ``DiffConfig`` read in ``tpu_platform.plan.kube_provider``), when its ``replaceOnChanges`` option
+  covers it, and for a TPU slice pool also when GKE recreates every VM of the slice (its zone, its
+  topology); a resource whose provider is replaced is replaced with it, and so is a dependent a
+  delete-before-replace takes with it (``tpu_platform.plan.dependents``); any other input change is
+  an in-place update;
+- a component's input change is no engine step: it is listed apart, with what its inputs change
+  (a Chart's children, from what the pinned chart renders: ``tpu_platform.plan.chart_children``);
+- a type no derivation covers, or a field the pinned provider source does not have, is reported
+  as unknown: the review never calls it an update.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Any, Literal
+from typing import Any
 
 from ..tpu_pools import NODE_POOL, is_tpu_node_pool
-from .force_new import load
+from . import knowledge
+from .change import Action, Change, FieldChange
+from .chart_children import child_changes
+from .dependents import deletes_first, dependents
+from .forcing import changed_paths, forcing, option_forces, unknown_effect, with_replaced_provider
+from .knowledge import KUBERNETES_PROVIDER
+from .kube_provider import provider_fields
 
-Action = Literal["create", "update", "replace", "delete"]
-KUBERNETES_PREFIX = "kubernetes:"
-
-
-@dataclass(frozen=True)
-class FieldChange:
-    """One changed input: its dotted path, old and new value, and why it forces a replacement."""
-
-    path: str
-    old: Any
-    new: Any
-    replaces: str = ""
-
-
-@dataclass(frozen=True)
-class Change:
-    """What happens to one resource, and the fields that decide it."""
-
-    action: Action
-    type: str
-    name: str
-    fields: tuple[FieldChange, ...] = ()
-    tpu_slice: bool = False
-    pool_name: str = ""
-
-    @property
-    def label(self) -> str:
-        return f"{self.type}::{self.name}"
-
-    @property
-    def deciding(self) -> tuple[FieldChange, ...]:
-        """The fields that force the replacement, or every changed field of an update."""
-        forced = tuple(f for f in self.fields if f.replaces)
-        return forced or self.fields
+__all__ = [
+    "Action",
+    "Change",
+    "FieldChange",
+    "Review",
+    "changed_paths",
+    "classify",
+    "replacement_paths",
+    "review",
+]
 
 
 @dataclass(frozen=True)
@@ -66,6 +54,10 @@ class Review:
     unchanged: int = 0
     acknowledged: frozenset[str] = field(default_factory=frozenset)
     installs: tuple[FieldChange, ...] = ()
+    unknown_types: tuple[str, ...] = ()
+    tpu_pools: frozenset[str] = frozenset()  # every TPU slice pool of either plan, by node pool name
+    components: tuple[Change, ...] = ()  # components whose inputs change: no engine step of their own
+    untold_children: tuple[str, ...] = ()  # changed Charts whose rendered children no plan section holds
 
     def by_action(self, action: Action) -> list[Change]:
         return [c for c in self.changes if c.action == action]
@@ -79,104 +71,60 @@ class Review:
     def unacknowledged_losses(self) -> list[Change]:
         return [c for c in self.tpu_losses if c.pool_name not in self.acknowledged]
 
+    @property
+    def unclassified(self) -> list[Change]:
+        """Changes whose update-or-replace no derived source tells (of a known type)."""
+        return [c for c in self.changes if c.unknown and c.type not in self.unknown_types]
 
-@lru_cache(maxsize=1)
-def _tables() -> dict[str, Any]:
-    return load()
-
-
-def _split_type(token: str) -> str:
-    """``kubernetes:batch/v1:Job`` -> ``batch/v1:Job`` (core objects are ``core/v1:Kind``)."""
-    return token.removeprefix(KUBERNETES_PREFIX)
+    @property
+    def trustworthy(self) -> bool:
+        """Whether every change is classified from a provider's own rules."""
+        return not self.unknown_types and not self.unclassified and not self.untold_children
 
 
 def replacement_paths(resource_type: str, tpu_slice: bool = False) -> dict[str, str]:
     """Input paths (camelCase, dotted) whose change replaces a resource, with the reason for each."""
-    tables = _tables()
-    gke = tables["gke"]
-    source = f"{gke['repository']} {gke['tag']}"
-    found = {path: f"ForceNew in {source}" for path in gke["resources"].get(resource_type, [])}
-    if resource_type == NODE_POOL and tpu_slice:
-        found.update(tables["tpuSlice"]["fields"])
-    if resource_type.startswith(KUBERNETES_PREFIX):
-        k8s = tables["kubernetes"]
-        where = f"{k8s['repository']} provider/pkg/provider/diff.go"
-        kind = _split_type(resource_type)
-        for path in (*k8s["always"], *k8s["kinds"].get(kind, ())):
-            found[path] = f"immutable for pulumi-kubernetes ({where})"
-    return found
-
-
-def changed_paths(old: Any, new: Any, prefix: str = "") -> Iterator[tuple[str, Any, Any]]:
-    """Leaf differences as (dotted path with [i] indexes, old, new); a missing side is None."""
-    if isinstance(old, Mapping) and isinstance(new, Mapping):
-        for key in sorted(set(old) | set(new), key=str):
-            path = f"{prefix}.{key}" if prefix else str(key)
-            yield from changed_paths(old.get(key), new.get(key), path)
-        return
-    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
-        for index, (a, b) in enumerate(zip(old, new, strict=True)):
-            yield from changed_paths(a, b, f"{prefix}[{index}]")
-        return
-    if old != new:
-        yield prefix, old, new
-
-
-def _schema_path(path: str) -> str:
-    """Drop list indexes: ``nodeConfig.reservationAffinity.values[0]`` -> ``...values``."""
-    out = []
-    for part in path.split("."):
-        out.append(part.split("[", 1)[0])
-    return ".".join(out)
-
-
-def _values_at(value: Any, parts: Sequence[str]) -> Iterator[Any]:
-    """Every value at a dotted schema path below ``value`` (list items all count)."""
-    if isinstance(value, list):
-        for item in value:
-            yield from _values_at(item, parts)
-        return
-    if not parts:
-        yield value
-        return
-    if isinstance(value, Mapping) and parts[0] in value:
-        yield from _values_at(value[parts[0]], parts[1:])
-
-
-def _forcing(change: tuple[str, Any, Any], table: Mapping[str, str], provider_kubernetes: bool) -> str:
-    """Why a changed path replaces the resource ('' when it does not).
-
-    Google provider fields force a new resource by their own flag (exact path). A block added or
-    removed as a whole also forces one when a field inside it does and is set: the SDK diffs each
-    nested field against the empty side. pulumi-kubernetes matches its table by prefix, in both
-    directions (a whole ``spec`` swapped covers ``spec.template``).
-    """
-    path, old, new = change
-    bare = _schema_path(path)
-    if bare in table:
-        return table[bare]
-    if provider_kubernetes:
-        for forced, why in table.items():
-            if bare.startswith(forced + ".") or forced.startswith(bare + "."):
-                return why
-        return ""
-    present = new if old is None else old if new is None else None
-    if present is None:
-        return ""
-    for forced, why in table.items():
-        if forced.startswith(bare + "."):
-            rest = forced[len(bare) + 1 :].split(".")
-            if any(v is not None for v in _values_at(present, rest)):
-                return why
-    return ""
+    found = knowledge.rules(resource_type, tpu_slice=tpu_slice)
+    return dict(found.paths) if found is not None else {}
 
 
 def _is_tpu_slice(entry: Mapping[str, Any]) -> bool:
     return is_tpu_node_pool(str(entry.get("type")), entry.get("inputs") or {})
 
 
-def classify(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> Change | None:
-    """The change from one plan entry to another (either may be absent); None when nothing changes."""
+def _input_fields(
+    resource_type: str,
+    old: Mapping[str, Any],
+    new: Mapping[str, Any],
+    provider_inputs: Mapping[str, Any],
+    tpu_slice: bool,
+) -> list[FieldChange]:
+    old_inputs, new_inputs = old.get("inputs") or {}, new.get("inputs") or {}
+    on_changes = [str(p) for p in (new.get("options") or {}).get("replaceOnChanges") or []]
+    if resource_type == KUBERNETES_PROVIDER:
+        decided = provider_fields(old_inputs, new_inputs)
+        return [
+            FieldChange(path, a, b, *decided.get(path.split(".", 1)[0].split("[", 1)[0], ("", "")))
+            for path, a, b in changed_paths(old_inputs, new_inputs)
+        ]
+    found = knowledge.rules(
+        resource_type, new_inputs if isinstance(new_inputs, Mapping) else {}, provider_inputs, tpu_slice
+    )
+    fields = []
+    for path, a, b in changed_paths(old_inputs, new_inputs):
+        why = forcing((path, a, b), found) if found is not None else ""
+        why = why or option_forces(path, on_changes)
+        fields.append(FieldChange(path, a, b, why, "" if why else unknown_effect(path, found, resource_type)))
+    return fields
+
+
+def classify(
+    old: Mapping[str, Any] | None,
+    new: Mapping[str, Any] | None,
+    provider_inputs: Mapping[str, Any] | None = None,
+) -> Change | None:
+    """The change from one plan entry to another (either may be absent); None when nothing changes.
+    ``provider_inputs`` are the inputs of the entry's Kubernetes provider (its mutability flags)."""
     entry = new or old
     if entry is None:
         return None
@@ -204,10 +152,7 @@ def classify(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> Ch
                 "another provider instance owns the resource: it is deleted and created again",
             )
         )
-    table = replacement_paths(resource_type, tpu_slice)
-    kubernetes = resource_type.startswith(KUBERNETES_PREFIX)
-    for path, a, b in changed_paths(old.get("inputs") or {}, new.get("inputs") or {}):
-        fields.append(FieldChange(path, a, b, _forcing((path, a, b), table, kubernetes)))
+    fields += _input_fields(resource_type, old, new, provider_inputs or {}, tpu_slice)
     if not fields:
         return None
     action: Action = "replace" if any(f.replaces for f in fields) else "update"
@@ -222,6 +167,66 @@ def _keyed(plan: Mapping[str, Any] | None) -> dict[tuple[str, str], Mapping[str,
 _ORDER: dict[str, int] = {"replace": 0, "delete": 1, "create": 2, "update": 3}
 
 
+def _provider_inputs(resources: Mapping[tuple[str, str], Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    """Each Kubernetes provider's inputs by the label resources name it with."""
+    return {
+        f"{kind}::{name}": entry.get("inputs") or {}
+        for (kind, name), entry in resources.items()
+        if kind == KUBERNETES_PROVIDER and isinstance(entry.get("inputs") or {}, Mapping)
+    }
+
+
+def _tpu_pools(*plans: Mapping[tuple[str, str], Mapping[str, Any]]) -> frozenset[str]:
+    return frozenset(
+        str((entry.get("inputs") or {}).get("name") or name)
+        for plan in plans
+        for (kind, name), entry in plan.items()
+        if kind == NODE_POOL and _is_tpu_slice(entry)
+    )
+
+
+def _is_component(resource_type: str) -> bool:
+    found = knowledge.rules(resource_type)
+    return found is not None and bool(found.component)
+
+
+def _is_component_update(change: Change) -> bool:
+    return change.action == "update" and _is_component(change.type)
+
+
+def _with_dependents(
+    classified: dict[tuple[str, str], Change | None],
+    old: Mapping[tuple[str, str], Mapping[str, Any]],
+    new: Mapping[tuple[str, str], Mapping[str, Any]],
+) -> None:
+    """Replace, in place, what each delete-before-replace takes with it (on the old plan's graph)."""
+    old_providers = _provider_inputs(old)
+    for key, change in list(classified.items()):
+        if change is None or change.action != "replace" or key not in old or key not in new:
+            continue
+        why_first = deletes_first(change, old[key], new[key])
+        if not why_first:
+            continue
+        for dependent, forced in dependents(key, why_first, old, new, old_providers).items():
+            own = classified.get(dependent)
+            paths = {f.path for f in forced}
+            rest = tuple(f for f in own.fields if f.path not in paths) if own is not None else ()
+            kind, name = dependent
+            base = own or Change("replace", kind, name)
+            classified[dependent] = Change(
+                "replace", kind, name, (*forced, *rest), base.tpu_slice, base.pool_name
+            )
+
+
+def _installs(plan: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A plan's install section without the children's digests (the review lists the children)."""
+    section = (plan or {}).get("installs") or {}
+    return {
+        key: {k: v for k, v in value.items() if k != "children"} if isinstance(value, Mapping) else value
+        for key, value in section.items()
+    }
+
+
 def review(
     stack: str,
     old_plan: Mapping[str, Any] | None,
@@ -230,19 +235,46 @@ def review(
 ) -> Review:
     """Every change from ``old_plan`` (committed, or the base branch's) to ``new_plan`` (fresh)."""
     old, new = _keyed(old_plan), _keyed(new_plan)
+    providers = _provider_inputs(new)
+    classified = {
+        key: classify(old.get(key), new.get(key), providers.get(str((new.get(key) or {}).get("provider"))))
+        for key in sorted(set(old) | set(new))
+    }
+    replaced = {
+        f"{kind}::{name}": "; ".join(f.replaces for f in change.deciding)
+        for (kind, name), change in classified.items()
+        if change is not None and kind == KUBERNETES_PROVIDER and change.action == "replace"
+    }
+    for key, change in classified.items():
+        if key in old and key in new and not _is_component(key[0]):
+            classified[key] = with_replaced_provider(change, *key, str(new[key].get("provider")), replaced)
+    _with_dependents(classified, old, new)
     changes: list[Change] = []
+    components: list[Change] = []
     unchanged = 0
-    for key in sorted(set(old) | set(new)):
-        change = classify(old.get(key), new.get(key))
+    for change in classified.values():
         if change is None:
             unchanged += 1
+        elif _is_component_update(change):
+            components.append(change)
         else:
             changes.append(change)
+    children, untold = child_changes(old_plan, new_plan, providers, replaced)
+    changes += children
     changes.sort(key=lambda c: (_ORDER[c.action], c.type, c.name))
     installs = tuple(
         FieldChange(f"installs.{path}", a, b)
-        for path, a, b in changed_paths(
-            (old_plan or {}).get("installs") or {}, (new_plan or {}).get("installs") or {}
-        )
+        for path, a, b in changed_paths(_installs(old_plan), _installs(new_plan))
     )
-    return Review(stack, tuple(changes), unchanged, frozenset(acknowledged), installs)
+    unknown_types = tuple(sorted({kind for kind, _ in (*old, *new) if knowledge.rules(kind) is None}))
+    return Review(
+        stack,
+        tuple(changes),
+        unchanged,
+        frozenset(acknowledged),
+        installs,
+        unknown_types,
+        _tpu_pools(old, new),
+        tuple(components),
+        tuple(untold),
+    )

@@ -45,9 +45,13 @@ def _portable_build_paths(type_: str, inputs: dict[str, Any]) -> dict[str, Any]:
 
 
 def plan_document(stack: str, rendering: Rendering, summary: dict[str, Any]) -> dict[str, Any]:
-    """Every registered resource with type, name, parent, provider, dependencies and inputs.
+    """Every registered resource with type, name, parent, provider, dependencies and inputs; for a
+    custom resource, which inputs take another resource's outputs (``propertyDependencies``: what
+    the engine makes unknown when that resource is deleted before it is replaced), and the
+    resource options that change its diff (``options``: ``replaceOnChanges``, ``deleteBeforeReplace``).
 
-    ``installs`` summarizes what the Kueue and JobSet charts create (``tpu_platform.plan.installs``).
+    ``installs`` lists what the Kueue and JobSet charts render with the plan's own values
+    (``tpu_platform.plan.installs``).
     """
     from .installs import plan_section
 
@@ -60,6 +64,13 @@ def plan_document(stack: str, rendering: Rendering, summary: dict[str, Any]) -> 
             entry["provider"] = res.provider
         if res.dependencies:
             entry["dependsOn"] = sorted(urn_label(dep) for dep in res.dependencies)
+        if res.custom and res.property_dependencies:
+            entry["propertyDependencies"] = {
+                key: sorted(urn_label(dep) for dep in deps)
+                for key, deps in sorted(res.property_dependencies.items())
+            }
+        if res.options:
+            entry["options"] = dict(sorted(res.options.items()))
         if res.custom or res.inputs:  # remote components (helm.v4.Chart) have inputs too
             entry["inputs"] = normalize(_portable_build_paths(res.type, res.inputs))
         resources.append(entry)
@@ -68,7 +79,7 @@ def plan_document(stack: str, rendering: Rendering, summary: dict[str, Any]) -> 
         "stack": stack,
         "summary": normalize(summary),
         "outputs": normalize({k: v for k, v in rendering.outputs.items() if k != "summary"}),
-        "installs": plan_section(),
+        "installs": plan_section(resources),
         "resourceCount": len(resources),
         "resources": resources,
     }

@@ -37,6 +37,11 @@ class RecordedResource:
     provider: str | None
     dependencies: tuple[str, ...]
     inputs: dict[str, Any] = field(default_factory=dict)
+    property_dependencies: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Per input: the URNs of the resources whose outputs it takes."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """The resource options that change how the engine diffs and replaces it (``replaceOnChanges``,
+    ``deleteBeforeReplace`` when the program sets it)."""
 
     @property
     def parent_label(self) -> str | None:
@@ -165,9 +170,25 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
                     provider=urn_label(request.provider.rsplit("::", 1)[0]) if request.provider else None,
                     dependencies=tuple(sorted(request.dependencies)),
                     inputs=plain(_keep_secrets(request.object, inputs)),
+                    property_dependencies={
+                        key: tuple(sorted(deps.urns))
+                        for key, deps in request.propertyDependencies.items()
+                        if deps.urns
+                    },
+                    options=_options(request),
                 )
             )
         return response
+
+
+def _options(request: Any) -> dict[str, Any]:
+    """``replaceOnChanges`` and ``deleteBeforeReplace`` as the program set them (unset: absent)."""
+    out: dict[str, Any] = {}
+    if request.replaceOnChanges:
+        out["replaceOnChanges"] = list(request.replaceOnChanges)
+    if request.deleteBeforeReplaceDefined:
+        out["deleteBeforeReplace"] = bool(request.deleteBeforeReplace)
+    return out
 
 
 async def _stack_exports() -> dict[str, Any]:

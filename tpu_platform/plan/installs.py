@@ -262,34 +262,71 @@ def load() -> dict[str, Any]:
     return data
 
 
-def plan_section() -> dict[str, Any]:
-    """What each plan carries: per chart, version, the summary's digest, counts by kind, CRD versions."""
+def plan_section(
+    resources: Sequence[Mapping[str, Any]] = (), renders: Mapping[str, Mapping[str, Any]] | None = None
+) -> dict[str, Any]:
+    """What each plan carries: the summary's digest and, per chart the plan installs, its version,
+    what its values render (``chart_renders``: counts and names by kind, from ``helm template``, and
+    each object's field digests), and of those the CRDs with their versions and the webhooks. A values
+    set with no render (the committed ones, or ``renders`` when given) says so, with the command that
+    derives it."""
+    from . import chart_renders
+
     text = load_text()
     digest = hashlib.sha256(text.encode()).hexdigest()
-    section: dict[str, Any] = {"summary": f"tpu_platform/plan/data/{DATA_FILE}", "sha256": digest}
-    for chart, data in yaml.safe_load(text).items():
-        kinds: dict[str, int] = {}
-        for obj in data["objects"]:
-            kinds[obj["kind"]] = kinds.get(obj["kind"], 0) + 1
-        section[chart] = {
-            "chart": data["chart"],
-            "version": data["version"],
-            "objects": dict(sorted(kinds.items())),
-            "crds": {
-                obj["name"]: ",".join(
-                    v["name"]
-                    + ("*" if v.get("storage") else "")
-                    + ("(deprecated)" if v.get("deprecated") else "")
-                    for v in obj.get("versions", [])
-                )
-                for obj in data["objects"]
-                if obj["kind"] == "CustomResourceDefinition"
-            },
-            "webhooks": sorted(
-                hook.split(":", 1)[0] for obj in data["objects"] for hook in obj.get("webhooks", [])
-            ),
-        }
+    summary = yaml.safe_load(text)
+    if renders is None:
+        renders = chart_renders.load()["renders"]
+    section: dict[str, Any] = {
+        "summary": f"tpu_platform/plan/data/{DATA_FILE}",
+        "sha256": digest,
+        "renders": f"tpu_platform/plan/data/{chart_renders.DATA_FILE}",
+    }
+    by_chart: dict[str, dict[str, Mapping[str, Any]]] = {}
+    for entry in resources:
+        if entry.get("type") == chart_renders.CHART_TYPE:
+            inputs = entry.get("inputs") or {}
+            name = chart_renders.chart_name(str(inputs.get("chart")))
+            by_chart.setdefault(name, {})[chart_renders.values_key(inputs)] = {
+                **inputs,
+                "_entry": entry.get("name"),
+            }
+    for chart, sets in sorted(by_chart.items()):
+        for key, inputs in sorted(sets.items()):
+            label = chart if len(sets) == 1 else f"{chart} ({inputs['_entry']})"
+            section[label] = _chart_section(summary.get(chart) or {}, inputs, key, renders.get(key))
     return section
+
+
+def _chart_section(
+    summary: Mapping[str, Any], inputs: Mapping[str, Any], key: str, render: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    from .chart_renders import COMMAND
+
+    out: dict[str, Any] = {"chart": inputs.get("chart"), "version": inputs.get("version"), "values": key[:16]}
+    if render is None:
+        out["rendered"] = f"not derived for these values: run {COMMAND}"
+        return out
+    rendered: dict[str, list[str]] = {}
+    for item in render["objects"]:
+        kind, _, name = str(item).partition("/")
+        rendered.setdefault(kind, []).append(name)
+    present = {(kind, name) for kind, names in rendered.items() for name in names}
+    objects = [o for o in summary.get("objects") or [] if (o["kind"], o["name"]) in present]
+    out["objects"] = {kind: len(names) for kind, names in sorted(rendered.items())}
+    out["crds"] = {
+        obj["name"]: ",".join(
+            v["name"] + ("*" if v.get("storage") else "") + ("(deprecated)" if v.get("deprecated") else "")
+            for v in obj.get("versions", [])
+        )
+        for obj in objects
+        if obj["kind"] == "CustomResourceDefinition"
+    }
+    out["webhooks"] = sorted(hook.split(":", 1)[0] for obj in objects for hook in obj.get("webhooks", []))
+    out["rendered"] = {kind: sorted(names) for kind, names in sorted(rendered.items())}
+    if render.get("children"):
+        out["children"] = dict(render["children"])
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:

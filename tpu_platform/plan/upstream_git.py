@@ -1,6 +1,7 @@
 """Read files of an upstream repository at a tag from a bare clone, and write a derived data file.
 
-Shared by the scripts that derive committed data from upstream sources (``force_new``, ``installs``).
+Shared by the scripts that derive committed data from upstream sources (``force_new``,
+``installs``, ``provider_rules``), with the error they raise when a source changed shape.
 """
 
 from __future__ import annotations
@@ -10,6 +11,10 @@ import sys
 from pathlib import Path
 
 DATA_DIR = Path(__file__).with_name("data")
+
+
+class DerivationError(ValueError):
+    """The upstream source no longer has the shape its reader knows: read it again before trusting it."""
 
 
 def _git(git_dir: Path, *args: str) -> str:
