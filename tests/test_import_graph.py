@@ -174,6 +174,7 @@ CONFIG_LAYERS = {
     "checks": 4,
     "sizing": 4,  # derived from a whole stack, like the checks
     "partial": 4,  # the sections of a whole stack that validated, for the checks
+    "google_identity": 4,  # the Google steps a kubeconfig-mode stack's controller needs, from the whole stack
     "loader": 5,
     "": 6,  # the package itself
 }
