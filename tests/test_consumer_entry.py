@@ -1,6 +1,6 @@
 """The offline tools on a user's own Pulumi project: ``examples/consumer`` names its entry
-(``tpu-platform:entry`` in its Pulumi.yaml), and validate, plan, lint, whatif and policy read its
-stacks through it; a bad entry is one line naming the key and the fix."""
+(``tpu-platform:entry`` in its Pulumi.yaml), and validate, plan, review, lint, whatif and policy read
+its stacks through it; a bad entry is one line naming the key and the fix."""
 
 from __future__ import annotations
 
@@ -227,3 +227,21 @@ def test_a_project_of_its_own_that_names_no_entry_is_told_how(
         "the built-in program reads them (tpu-platform:* keys); if its program builds the platform from its "
         f"own config, write {ENTRY_KEY}: MODULE:FUNCTION under config: in Pulumi.yaml (docs/deploying.md)"
     )
+
+
+def test_review_compares_two_renderings_of_the_consumers_program(
+    consumer_copy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A change of the consumer's own config reviewed as the engine would apply it: the reserved
+    4x4 pool moved to another reservation is replaced (a node pool's reservation affinity is ForceNew)."""
+    base, head = tmp_path / "base", tmp_path / "head"
+    assert _run(capsys, "plan", "research", "--plans-dir", str(base))[0] == 0
+    stack = consumer_copy / "Pulumi.research.yaml"
+    stack.write_text(stack.read_text().replace("research-v6e-4x4", "research-v6e-4x4-b"))
+    assert _run(capsys, "plan", "research", "--plans-dir", str(head))[0] == 0
+    code, out, _err = _run(capsys, "review", str(base), str(head))
+    assert "replace gcp:container/nodePool:NodePool" in out, out
+    assert "research-v6e-4x4 -> research-v6e-4x4-b" in out, out
+    assert code == 1, "a TPU slice replaced without an acknowledgement fails the review"
+    assert "0 create, 0 update, 1 replace, 0 delete, 25 unchanged" in out
+    assert "REPLACE node pool rs-4x4 (research-rs-4x4)" in out
