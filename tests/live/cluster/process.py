@@ -8,6 +8,7 @@ also ends anything it started, and nothing else is ever signalled.
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import ssl
@@ -28,16 +29,42 @@ _HANDED_OUT: set[int] = set()
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 free right now (the kernel's choice, as envtest picks ports), never one
-    this process handed out before: a port is picked before its server binds it, and the kernel may
-    offer a just-closed one again to the next caller."""
+    """A TCP port on 127.0.0.1 free right now, never one this process handed out before, and below
+    the kernel's ephemeral range (``/proc/sys/net/ipv4/ip_local_port_range``): a port is picked
+    before its server binds it, and a port of that range can meanwhile become the local end of any
+    outgoing connection (every client of the control plane makes them), while one below it is taken
+    only by a server that asks for it."""
+    low = _ephemeral_low()
     while True:
+        port = _PICK.randrange(_LOWEST_PICKED, low) if low > _LOWEST_PICKED + 1000 else _kernel_pick()
+        if port in _HANDED_OUT:
+            continue
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            s.bind(("127.0.0.1", 0))
-            port = int(s.getsockname()[1])
-        if port not in _HANDED_OUT:
-            _HANDED_OUT.add(port)
-            return port
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _HANDED_OUT.add(port)
+        return port
+
+
+_PICK = random.SystemRandom()
+_LOWEST_PICKED = 10_000  # above the well-known and most registered services' ports
+
+
+def _kernel_pick() -> int:
+    """The kernel's choice, where its ephemeral range leaves no room below it."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _ephemeral_low() -> int:
+    """The first port the kernel hands to outgoing connections (Linux's default: 32768)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32_768
 
 
 def address_in_use(err: StartError) -> bool:
