@@ -215,6 +215,8 @@ def helm_install(cluster: LiveCluster, inputs: dict[str, Any], binary: Path) -> 
         "HELM_CACHE_HOME": home,
         "HELM_CONFIG_HOME": home,
         "HELM_DATA_HOME": home,
+        # client-go's discovery cache goes under $HOME/.kube/cache; without HOME it lands in the cwd.
+        "HOME": home,
         "PATH": os.environ.get("PATH", ""),
     }
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
