@@ -20,6 +20,7 @@ import pulumi
 from pulumi.runtime.mocks import MockMonitor
 
 from tpu_platform.config import ClusterConfig, PlatformConfig
+from tpu_platform.config.checks.kubeconfig_file import holds_contents
 from tpu_platform.kueue.found import (
     ADDONS,
     HELM_RELEASE_SELECTOR,
@@ -31,8 +32,6 @@ from tpu_platform.kueue.found import (
     running_controllers,
 )
 from tpu_platform.status.fetch import Get, ReadError, client_getter, list_all
-
-from .existing_cluster import holds_contents
 
 JSON = dict[str, Any]
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"

@@ -14,11 +14,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from tpu_platform.config import ClusterConfig
-
-
-def holds_contents(kubeconfig: str) -> bool:
-    """Whether ``cluster.kubeconfig`` is a file's contents (YAML lines or JSON) rather than its path."""
-    return "\n" in kubeconfig.strip() or kubeconfig.lstrip().startswith("{")
+from tpu_platform.config.checks.kubeconfig_file import holds_contents
 
 
 def kubeconfig_input(kubeconfig: str | None) -> pulumi.Input[str] | None:
